@@ -1,0 +1,1 @@
+"""Pod start per role: PodInfo -> NodeSpec -> rendered config -> supervisord."""

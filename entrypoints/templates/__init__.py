@@ -1,0 +1,1 @@
+"""Jinja2 templates for the files a pod renders at start."""

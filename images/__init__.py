@@ -1,0 +1,1 @@
+"""Container image build tool: debootstrap base, layered role images, no registry needed."""

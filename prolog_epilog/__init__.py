@@ -1,0 +1,1 @@
+"""Health checks run as Slurm prolog, epilog and HealthCheckProgram (later issue)."""

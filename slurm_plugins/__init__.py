@@ -1,0 +1,1 @@
+"""job_submit policy and its cffi-embedded plugin (later issue)."""

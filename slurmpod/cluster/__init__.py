@@ -1,0 +1,1 @@
+"""Pods emulated with Docker, read from the Kubernetes manifests in deploy/."""

@@ -1,0 +1,85 @@
+"""Every name slurmpod shares with Kubernetes, Slurm or the image: env vars, paths, labels, prefixes.
+
+Each constant says who sets it and where the rule comes from.
+"""
+
+from __future__ import annotations
+
+# --- Downward API environment (set by kubelet from the pod manifests in deploy/) ---
+# Ref: https://kubernetes.io/docs/concepts/workloads/pods/downward-api/
+ENV_POD_NAME = "POD_NAME"  # fieldRef metadata.name
+ENV_POD_NAMESPACE = "POD_NAMESPACE"  # fieldRef metadata.namespace
+ENV_POD_UID = "POD_UID"  # fieldRef metadata.uid
+ENV_NODE_NAME = "NODE_NAME"  # fieldRef spec.nodeName (the Kubernetes node)
+ENV_POD_IP = "POD_IP"  # fieldRef status.podIP
+ENV_HOST_IP = "HOST_IP"  # fieldRef status.hostIP
+ENV_CPU_LIMIT = "SLURMPOD_CPU_LIMIT"  # resourceFieldRef limits.cpu, divisor 1m (millicores)
+ENV_MEMORY_LIMIT = "SLURMPOD_MEMORY_LIMIT"  # resourceFieldRef limits.memory, divisor 1Mi (MiB)
+ENV_CPU_REQUEST = "SLURMPOD_CPU_REQUEST"  # resourceFieldRef requests.cpu, divisor 1m
+ENV_MEMORY_REQUEST = "SLURMPOD_MEMORY_REQUEST"  # resourceFieldRef requests.memory, divisor 1Mi
+ENV_GRACE_SECONDS = "SLURMPOD_GRACE_SECONDS"  # set in the manifest equal to terminationGracePeriodSeconds
+
+# Slinky's slurm-operator sets these on its slurmd pods; accepted so our images run under it.
+# Ref: https://github.com/SlinkyProject/slurm-operator (slurmd container env)
+ENV_SLINKY_POD_CPUS = "POD_CPUS"  # whole CPUs
+ENV_SLINKY_POD_MEMORY = "POD_MEMORY"  # MiB
+ENV_SLINKY_TOPOLOGY = "SLINKY_TOPOLOGY"
+
+# --- slurmpod settings (set in the manifests; each CLI option has a SLURMPOD_ twin) ---
+ENV_CONTROLLER = "SLURMPOD_CONTROLLER"  # host[:port] of slurmctld, for configless workers and clients
+ENV_CLUSTER_NAME = "SLURMPOD_CLUSTER_NAME"
+ENV_NODESET = "SLURMPOD_NODESET"  # NodeSet feature for workers; falls back to LABEL_NODESET
+ENV_PODINFO_DIR = "SLURMPOD_PODINFO_DIR"
+ENV_CLUSTER_SPEC = "SLURMPOD_CLUSTER_SPEC"  # path of the cluster spec YAML (ConfigMap mount)
+ENV_RUN_DIR = "SLURMPOD_RUN_DIR"
+ENV_LOG_FORMAT = "SLURMPOD_LOG_FORMAT"  # text | json
+ENV_TERMINATION_LOG = "SLURMPOD_TERMINATION_LOG"
+
+# --- Files kubelet mounts ---
+# Ref: https://kubernetes.io/docs/tasks/inject-data-application/downward-api-volume-expose-pod-information/
+PODINFO_DIR = "/etc/podinfo"
+PODINFO_LABELS = "labels"
+PODINFO_ANNOTATIONS = "annotations"
+# Ref: https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/
+TERMINATION_LOG = "/dev/termination-log"
+# Secret volumes (deploy/ mounts the munge key secret here, read-only, defaultMode 0400).
+MUNGE_KEY_SECRET = "/run/secrets/slurmpod/munge/munge.key"
+CLUSTER_SPEC_FILE = "/etc/slurmpod/cluster.yaml"
+
+# --- Paths inside the images ---
+RUN_DIR = "/run/slurmpod"
+SUPERVISORD_CONF = "supervisord.conf"
+MUNGE_KEY = "/etc/munge/munge.key"
+# Ref: https://dun.github.io/munge/ (munged(8): default socket path)
+MUNGE_SOCKET = "/run/munge/munge.socket.2"
+SLURM_ETC = "/etc/slurm"
+SLURM_CONF = "/etc/slurm/slurm.conf"
+STATE_SAVE_LOCATION = "/var/spool/slurmctld"  # a PVC in deploy/, survives controller restarts
+SLURMD_SPOOL = "/var/spool/slurmd"
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SlurmctldPort
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+
+# --- Users with fixed IDs, the same in every image (created before packages are installed) ---
+SLURM_UID = 64030
+MUNGE_UID = 64031
+DEMO_USER = "researcher"
+DEMO_UID = 2000
+
+# --- Kubernetes labels and annotations ---
+LABEL_PREFIX = "slurmpod.io/"
+LABEL_ROLE = "slurmpod.io/role"  # set by deploy/ on every pod
+LABEL_NODESET = "slurmpod.io/nodeset"  # set by deploy/ on worker pods; becomes a Slurm Feature
+ANNOTATION_FEATURES = "slurmpod.io/features"  # set by users: comma-separated extra Slurm Features
+ANNOTATION_WEIGHT = "slurmpod.io/weight"  # set by users: Slurm node Weight
+LABEL_TOPOLOGY = "slurmpod.io/topology"  # generic placement path, e.g. "block1/host3"
+# Emulated-cluster bookkeeping (docker labels set by `slurmpod cluster up`, read by `down`).
+DOCKER_LABEL_CLUSTER = "io.slurmpod.cluster"
+DOCKER_LABEL_ROLE = "io.slurmpod.role"
+
+# --- Slurm node reasons ---
+# Drains slurmpod sets carry this prefix; it only ever clears reasons that start with it.
+REASON_PREFIX = "slurmpod: "
+REASON_POD_TERMINATING = REASON_PREFIX + "pod terminating"
+
+ROLES = ("controller", "worker", "login")

@@ -1,0 +1,1 @@
+"""Slurm topology from Kubernetes node labels (later issue)."""
