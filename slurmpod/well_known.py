@@ -44,6 +44,7 @@ PODINFO_ANNOTATIONS = "annotations"
 TERMINATION_LOG = "/dev/termination-log"
 # Secret volumes (deploy/ mounts the munge key secret here, read-only, defaultMode 0400).
 MUNGE_KEY_SECRET = "/run/secrets/slurmpod/munge/munge.key"
+SLURM_KEY_SECRET = "/run/secrets/slurmpod/slurm/slurm.key"  # auth/slurm (26.05 flavor)
 CLUSTER_SPEC_FILE = "/etc/slurmpod/cluster.yaml"
 
 # --- Paths inside the images ---
@@ -54,6 +55,8 @@ MUNGE_KEY = "/etc/munge/munge.key"
 MUNGE_SOCKET = "/run/munge/munge.socket.2"
 SLURM_ETC = "/etc/slurm"
 SLURM_CONF = "/etc/slurm/slurm.conf"
+# Ref: https://slurm.schedmd.com/authentication.html#slurm (owned by SlurmUser, mode 0600 or stricter)
+SLURM_KEY = "/etc/slurm/slurm.key"
 STATE_SAVE_LOCATION = "/var/spool/slurmctld"  # a PVC in deploy/, survives controller restarts
 SLURMD_SPOOL = "/var/spool/slurmd"
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SlurmctldPort
@@ -83,3 +86,10 @@ REASON_PREFIX = "slurmpod: "
 REASON_POD_TERMINATING = REASON_PREFIX + "pod terminating"
 
 ROLES = ("controller", "worker", "login")
+
+# --- Container images (built by `slurmpod images build`, read by deploy/ and the cluster emulator) ---
+IMAGE_REPOSITORY_PREFIX = "slurmpod/"  # slurmpod/base, slurmpod/controller, slurmpod/worker, slurmpod/login
+VENV_DIR = "/opt/slurmpod"  # Python venv holding slurmpod and its wheels in every image
+# Image labels. Ref: https://github.com/opencontainers/image-spec/blob/main/annotations.md
+IMAGE_LABEL_SLURM_VERSION = "io.slurmpod.slurm-version"  # upstream Slurm version installed, e.g. 24.11.5
+IMAGE_LABEL_FLAVOR = "io.slurmpod.flavor"  # 24.11 | 26.05

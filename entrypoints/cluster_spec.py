@@ -1,0 +1,180 @@
+"""The cluster spec: the controller's input (YAML from a ConfigMap), validated when loaded.
+
+Every problem is reported at once, each naming its path in the document (``partitions[0].name``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slurmpod import confvalues
+from slurmpod.errors import BadInput, Problem
+
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PreemptMode
+PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG")
+AUTH_TYPES = ("munge", "slurm")
+TOPOLOGY_PLUGINS = ("none", "tree", "block")
+SELECT_TYPES = ("cons_tres", "linear")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSetSpec:
+    name: str
+    feature: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSpec:
+    name: str
+    nodesets: tuple[str, ...]
+    default: bool
+    priority_tier: int
+    preempt_mode: str
+    grace_time: int
+    max_time: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    cluster_name: str
+    auth: str
+    select: str
+    topology_plugin: str
+    max_nodes: int
+    node_timeout_seconds: int  # dynamic nodes not responding this long are deleted
+    cgroups: bool  # proctrack/cgroup + task/cgroup (needs a delegated cgroup tree in the worker)
+    partitions: tuple[PartitionSpec, ...]
+    nodesets: tuple[NodeSetSpec, ...]
+    extra_lines: tuple[str, ...]
+
+
+_TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nodeTimeoutSeconds",
+             "partitions", "nodesets", "extraLines", "cgroups"}
+_PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
+
+
+def _unknown(doc: dict[str, Any], allowed: set[str], path: str, problems: list[Problem]) -> None:
+    for key in sorted(set(doc) - allowed):
+        problems.append(Problem(f"{path}{key}", str(doc[key]), f"unknown key (allowed: {', '.join(sorted(allowed))})"))
+
+
+def _try(problems: list[Problem], fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except BadInput as exc:
+        problems.extend(exc.problems)
+        return None
+
+
+def _max_time(field: str, value: object) -> str:
+    text = str(value)
+    # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_MaxTime (minutes, [days-]hh:mm:ss or INFINITE)
+    if text in ("INFINITE", "UNLIMITED") or re.fullmatch(r"[0-9]+(-[0-9]{1,2})?(:[0-9]{1,2}){0,2}", text):
+        return text
+    raise BadInput.one(field, text, "not a Slurm time (minutes, D-HH:MM:SS or INFINITE)")
+
+
+def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise BadInput.one(field, str(value), f"must be one of {', '.join(choices)}")
+    return str(value)
+
+
+def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
+    problems: list[Problem] = []
+    if not isinstance(doc, dict):
+        raise BadInput.one(source, str(doc)[:80], "must be a YAML mapping")
+    _unknown(doc, _TOP_KEYS, "", problems)
+
+    cluster_name = _try(problems, confvalues.name, "clusterName", str(doc.get("clusterName", "slurmpod")))
+    auth = _try(problems, _choice, "auth", doc.get("auth", "munge"), AUTH_TYPES)
+    select = _try(problems, _choice, "select", doc.get("select", "cons_tres"), SELECT_TYPES)
+    topo = _try(problems, _choice, "topologyPlugin", doc.get("topologyPlugin", "none"), TOPOLOGY_PLUGINS)
+    max_nodes = _try(problems, confvalues.integer, "maxNodes", doc.get("maxNodes", 1024), 1, 65_000)
+    node_timeout = _try(problems, confvalues.integer, "nodeTimeoutSeconds",
+                        doc.get("nodeTimeoutSeconds", 300), 10, 86_400)
+
+    cgroups = doc.get("cgroups", False)
+    if not isinstance(cgroups, bool):
+        problems.append(Problem("cgroups", str(cgroups), "must be true or false"))
+
+    nodesets: list[NodeSetSpec] = []
+    raw_sets = doc.get("nodesets", [{"name": "workers", "feature": "workers"}])
+    if not isinstance(raw_sets, list):
+        problems.append(Problem("nodesets", str(raw_sets), "must be a list"))
+        raw_sets = []
+    for i, ns in enumerate(raw_sets):
+        path = f"nodesets[{i}]."
+        if not isinstance(ns, dict):
+            problems.append(Problem(path.rstrip("."), str(ns), "must be a mapping"))
+            continue
+        _unknown(ns, {"name", "feature"}, path, problems)
+        name = _try(problems, confvalues.name, path + "name", str(ns.get("name", "")))
+        feat = _try(problems, confvalues.feature, path + "feature", str(ns.get("feature", ns.get("name", ""))))
+        if name and feat:
+            nodesets.append(NodeSetSpec(name, feat))
+    set_names = {n.name for n in nodesets}
+
+    partitions: list[PartitionSpec] = []
+    raw_parts = doc.get("partitions", [{"name": "main", "nodesets": ["workers"], "default": True}])
+    if not isinstance(raw_parts, list) or not raw_parts:
+        problems.append(Problem("partitions", str(raw_parts), "must be a non-empty list"))
+        raw_parts = []
+    for i, part in enumerate(raw_parts):
+        path = f"partitions[{i}]."
+        if not isinstance(part, dict):
+            problems.append(Problem(path.rstrip("."), str(part), "must be a mapping"))
+            continue
+        _unknown(part, _PART_KEYS, path, problems)
+        pname = _try(problems, confvalues.name, path + "name", str(part.get("name", "")))
+        members = part.get("nodesets", [])
+        if not isinstance(members, list) or not members:
+            problems.append(Problem(path + "nodesets", str(members), "must be a non-empty list"))
+            members = []
+        for m in members:
+            if m not in set_names:
+                problems.append(Problem(path + "nodesets", str(m), "no such nodeset"))
+        default = part.get("default", False)
+        if not isinstance(default, bool):
+            problems.append(Problem(path + "default", str(default), "must be true or false"))
+        tier = _try(problems, confvalues.integer, path + "priorityTier", part.get("priorityTier", 1), 0, 65_533)
+        mode = _try(problems, _choice, path + "preemptMode", str(part.get("preemptMode", "OFF")).upper(),
+                    PREEMPT_MODES)
+        grace = _try(problems, confvalues.integer, path + "graceTime", part.get("graceTime", 0), 0, 86_400)
+        max_time = _try(problems, _max_time, path + "maxTime", part.get("maxTime", "INFINITE"))
+        if pname is not None and None not in (tier, mode, grace, max_time):
+            partitions.append(PartitionSpec(pname, tuple(str(m) for m in members), bool(default),
+                                            tier, mode, grace, max_time))
+    if sum(p.default for p in partitions) > 1:
+        problems.append(Problem("partitions", ",".join(p.name for p in partitions if p.default),
+                                "more than one default partition"))
+
+    extra = doc.get("extraLines", [])
+    if not isinstance(extra, list):
+        problems.append(Problem("extraLines", str(extra), "must be a list of strings"))
+        extra = []
+    for i, line in enumerate(extra):
+        if not isinstance(line, str) or "\n" in line or "\r" in line:
+            problems.append(Problem(f"extraLines[{i}]", str(line), "must be one line of text"))
+
+    if problems:
+        raise BadInput(problems)
+    return ClusterSpec(cluster_name, auth, select, topo, max_nodes, node_timeout, bool(cgroups), tuple(partitions),
+                       tuple(nodesets), tuple(extra))
+
+
+def load(path: Path) -> ClusterSpec:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput.one("cluster spec", str(path), f"cannot read: {exc.strerror}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BadInput.one("cluster spec", str(path), f"not valid YAML: {exc}") from None
+    return parse(doc if doc is not None else {}, str(path))

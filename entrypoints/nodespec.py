@@ -1,0 +1,176 @@
+"""NodeSpec: PodInfo + Hardware -> the Slurm node this pod registers as.
+
+A structured key/value model rendered to `slurmd --conf` (dynamic) or a `NodeName=` line (static).
+Every value is validated by slurmpod.confvalues, so no label or annotation can add a key or a line.
+Ref: https://slurm.schedmd.com/slurm.conf.html#SECTION_NODE-CONFIGURATION
+Ref: https://slurm.schedmd.com/dynamic_nodes.html
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slurmpod.entrypoints.hardware import Gpu, Hardware
+
+from slurmpod import confvalues
+from slurmpod import well_known as wk
+from slurmpod.errors import BadInput, Problem
+from slurmpod.podinfo import PodInfo
+from slurmpod.slurm_version import SlurmVersion
+
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Weight (uint32, default 1)
+MAX_WEIGHT = 4_294_967_294
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """A Slurm node definition; build with ``build``."""
+
+    name: str
+    cpus: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    real_memory_mib: int
+    core_spec_count: int  # cores kept from jobs because the pod may not use them
+    mem_spec_limit_mib: int  # memory kept from jobs because the pod may not use it
+    features: tuple[str, ...]
+    gpus: tuple[Gpu, ...]
+    weight: int | None
+    topology: str | None
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Node parameters in a fixed order (deterministic output)."""
+        out = [
+            ("CPUs", str(self.cpus)),
+            ("Boards", "1"),
+            ("SocketsPerBoard", str(self.sockets)),
+            ("CoresPerSocket", str(self.cores_per_socket)),
+            ("ThreadsPerCore", str(self.threads_per_core)),
+            ("RealMemory", str(self.real_memory_mib)),
+        ]
+        # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_CoreSpecCount
+        if self.core_spec_count:
+            out.append(("CoreSpecCount", str(self.core_spec_count)))
+        # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_MemSpecLimit
+        if self.mem_spec_limit_mib:
+            out.append(("MemSpecLimit", str(self.mem_spec_limit_mib)))
+        if self.gpus:
+            out.append(("Gres", f"gpu:{len(self.gpus)}"))
+        if self.features:
+            out.append(("Features", ",".join(self.features)))
+        if self.weight is not None:
+            out.append(("Weight", str(self.weight)))
+        # Never an empty Topology=: it would swallow the next item (Slinky issue 261).
+        if self.topology:
+            out.append(("Topology", self.topology))
+        return out
+
+    def conf_string(self) -> str:
+        """The `slurmd -Z --conf` argument (NodeName is the host name). Ref: slurmd(8) --conf"""
+        return confvalues.kv_line(self.pairs())
+
+    def node_line(self) -> str:
+        """A static slurm.conf line."""
+        return confvalues.kv_line([("NodeName", self.name), *self.pairs(), ("State", "UNKNOWN")])
+
+    def gres_conf(self) -> str:
+        """gres.conf lines for this node's GPUs. Ref: https://slurm.schedmd.com/gres.conf.html"""
+        lines = []
+        for gpu in self.gpus:
+            pairs = [("NodeName", self.name), ("Name", "gpu"), ("File", f"/dev/nvidia{gpu.minor}")]
+            if gpu.cpu_affinity:
+                pairs.append(("Cores", _ranges(gpu.cpu_affinity)))
+            lines.append(confvalues.kv_line(pairs))
+        return "".join(line + "\n" for line in lines)
+
+
+def _ranges(ids: tuple[int, ...]) -> str:
+    out: list[str] = []
+    start = prev = ids[0]
+    for i in ids[1:]:
+        if i == prev + 1:
+            prev = i
+            continue
+        out.append(f"{start}-{prev}" if start != prev else str(start))
+        start = prev = i
+    out.append(f"{start}-{prev}" if start != prev else str(start))
+    return ",".join(out)
+
+
+def _features(pod: PodInfo, nodeset: str | None, problems: list[Problem]) -> tuple[str, ...]:
+    raw: list[tuple[str, str]] = []
+    if nodeset:
+        raw.append((wk.ENV_NODESET, nodeset))
+    elif wk.LABEL_NODESET in pod.labels:
+        raw.append((f"label {wk.LABEL_NODESET}", pod.labels[wk.LABEL_NODESET]))
+    extra = pod.annotations.get(wk.ANNOTATION_FEATURES, "")
+    raw.extend((f"annotation {wk.ANNOTATION_FEATURES}", f.strip()) for f in extra.split(",") if f.strip())
+    seen: list[str] = []
+    for field, value in raw:
+        try:
+            confvalues.feature(field, value)
+        except BadInput as exc:
+            problems.extend(exc.problems)
+            continue
+        if value not in seen:
+            seen.append(value)
+    return tuple(seen)
+
+
+def build(pod: PodInfo, hw: Hardware, version: SlurmVersion, nodeset: str | None = None) -> NodeSpec:
+    """Derive the node: the host's shape, minus what the pod's cpuset and limits keep from it."""
+    problems: list[Problem] = []
+    features = _features(pod, nodeset, problems)
+
+    weight = None
+    if wk.ANNOTATION_WEIGHT in pod.annotations:
+        try:
+            weight = confvalues.integer(
+                f"annotation {wk.ANNOTATION_WEIGHT}", pod.annotations[wk.ANNOTATION_WEIGHT], 1, MAX_WEIGHT
+            )
+        except BadInput as exc:
+            problems.extend(exc.problems)
+
+    topology = None
+    if pod.topology and version.node_topology:
+        field = f"{wk.ENV_SLINKY_TOPOLOGY} or label {wk.LABEL_TOPOLOGY}"
+        try:
+            topo_name, sep, unit = pod.topology.partition(":")
+            if not sep:  # a bare unit goes into the default topology
+                topo_name, unit = "default", pod.topology
+            topology = f"{confvalues.name(field, topo_name)}:{confvalues.name(field, unit)}"
+        except BadInput as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise BadInput(problems)
+
+    # CPUs the pod may use: its cpuset, further capped by the CPU limit (downward API or cgroup quota),
+    # in whole CPUs rounded down, at least one. Slurm allocates whole cores, so reserve the rest with
+    # CoreSpecCount. Ref: https://slurm.schedmd.com/core_spec.html
+    usable = len(hw.allowed_cpus)
+    for millis in (pod.cpu_limit_millis, hw.cgroup_cpu_millis):
+        if millis is not None:
+            usable = min(usable, max(1, millis // 1000))
+    cores = hw.sockets * hw.cores_per_socket
+    usable_cores = min(cores, -(-usable // hw.threads_per_core))
+    core_spec = cores - usable_cores
+
+    limits = [m for m in (pod.memory_limit_mib, hw.cgroup_memory_mib) if m is not None]
+    usable_mem = min([hw.memory_mib, *limits])
+    mem_spec = hw.memory_mib - usable_mem
+
+    return NodeSpec(
+        name=pod.name,
+        cpus=hw.cpus,
+        sockets=hw.sockets,
+        cores_per_socket=hw.cores_per_socket,
+        threads_per_core=hw.threads_per_core,
+        real_memory_mib=hw.memory_mib,
+        core_spec_count=core_spec,
+        mem_spec_limit_mib=mem_spec,
+        features=features,
+        gpus=hw.gpus,
+        weight=weight,
+        topology=topology,
+    )

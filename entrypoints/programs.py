@@ -1,0 +1,85 @@
+"""The daemons each role runs under supervisord, as small bash run scripts.
+
+Each script prefixes its output with the program name (for `kubectl logs`), waits with a deadline for
+what it depends on (munged's socket before any Slurm daemon), then ``exec``s the daemon so signals
+from supervisord reach it directly.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from slurmpod.entrypoints.render import Program
+
+from slurmpod import well_known as wk
+
+MUNGE_WAIT_SECONDS = 30
+
+
+def _script(name: str, body: Sequence[str]) -> str:
+    head = [
+        "#!/bin/bash",
+        f"# {name}: run script rendered by slurmpod; supervisord restarts it on exit.",
+        f"exec > >(exec sed -u 's/^/[{name}] /') 2>&1",
+    ]
+    return "\n".join([*head, *body]) + "\n"
+
+
+def _wait_socket(path: str, seconds: int) -> list[str]:
+    steps = seconds * 20
+    q = shlex.quote(path)
+    return [
+        f"for _ in $(seq {steps}); do [ -S {q} ] && break; sleep 0.05; done",
+        f'[ -S {q} ] || {{ echo "{path} not up after {seconds} s"; exit 1; }}',
+    ]
+
+
+def _cmd(argv: Sequence[str]) -> str:
+    return "exec " + " ".join(shlex.quote(a) for a in argv)
+
+
+def munged() -> Program:
+    # Ref: munged(8): --foreground; the key is installed by the entrypoint from the secret.
+    return Program("munged", _script("munged", [_cmd(["/usr/sbin/munged", "--foreground"])]),
+                   priority=10, user="munge")
+
+
+def _after_auth(auth: str) -> list[str]:
+    return _wait_socket(wk.MUNGE_SOCKET, MUNGE_WAIT_SECONDS) if auth == "munge" else []
+
+
+def slurmctld(auth: str) -> Program:
+    # -D: foreground, logs to stderr. Ref: https://slurm.schedmd.com/slurmctld.html
+    body = [*_after_auth(auth), _cmd(["/usr/sbin/slurmctld", "-D"])]
+    return Program("slurmctld", _script("slurmctld", body), priority=20)
+
+
+def slurmd(auth: str, controller: str, conf: str) -> Program:
+    # -Z: dynamic node; --conf-server: configless. Ref: https://slurm.schedmd.com/slurmd.html
+    server = controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
+    body = [*_after_auth(auth), _cmd(["/usr/sbin/slurmd", "-D", "-Z", "--conf-server", server, "--conf", conf])]
+    return Program("slurmd", _script("slurmd", body), priority=20)
+
+
+def sackd(auth: str, controller: str) -> Program:
+    # sackd fetches the configless config for client commands. Ref: https://slurm.schedmd.com/sackd.html
+    server = controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
+    body = [*_after_auth(auth), _cmd(["/usr/sbin/sackd", "-D", "--conf-server", server])]
+    return Program("sackd", _script("sackd", body), priority=20)
+
+
+def sshd() -> Program:
+    # Host keys are made per pod (never in an image layer); ed25519 only, it is fast to generate.
+    body = [
+        "mkdir -p /run/sshd && chmod 0755 /run/sshd",
+        "[ -s /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key",
+        _cmd(["/usr/sbin/sshd", "-D", "-e"]),
+    ]
+    return Program("sshd", _script("sshd", body), priority=30)
+
+
+def slurmpod_task(name: str, args: Sequence[str], *, restart: bool) -> Program:
+    """A slurmpod helper (node reaper, stale-drain clearing) run under supervisord."""
+    return Program(name, _script(name, [_cmd(["/usr/local/bin/slurmpod", *args])]), priority=40,
+                   restart=restart, startsecs=0)

@@ -1,0 +1,60 @@
+"""Mounted secrets (munge.key, slurm.key): validated before anything is written, then installed.
+
+Ref: https://github.com/dun/munge/wiki/Installation-Guide#securing-the-installation
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurmpod.errors import BadInput
+
+# munged refuses keys shorter than 32 bytes (MUNGE_MINIMUM_SECRET_LEN); mungekey makes 1024.
+MIN_KEY_BYTES = 32
+MAX_KEY_BYTES = 1 << 20
+# Group write or any access by others makes a key readable or replaceable by other users.
+TOO_OPEN = stat.S_IWGRP | stat.S_IXGRP | stat.S_IRWXO
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    data: bytes
+    source: str
+
+
+def read_key(path: Path, field: str) -> Key:
+    """Read a key from a secret volume; BadInput names the file and what is wrong with it."""
+    try:
+        st = path.stat()  # follows kubelet's ..data symlinks
+    except FileNotFoundError:
+        raise BadInput.one(field, str(path), "missing (is the secret mounted?)") from None
+    except OSError as exc:
+        raise BadInput.one(field, str(path), f"cannot stat: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput.one(field, str(path), "not a regular file")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & TOO_OPEN:
+        raise BadInput.one(f"{field} mode", f"{mode:04o}", "too open; mount the secret with defaultMode 0400")
+    if st.st_size < MIN_KEY_BYTES:
+        what = "empty" if st.st_size == 0 else f"{st.st_size} bytes, at least {MIN_KEY_BYTES} needed"
+        raise BadInput.one(field, str(path), f"key is {what}")
+    if st.st_size > MAX_KEY_BYTES:
+        raise BadInput.one(field, str(path), f"key is {st.st_size} bytes, more than {MAX_KEY_BYTES}")
+    return Key(path.read_bytes(), str(path))
+
+
+def install(key: Key, dest: Path, uid: int, gid: int) -> None:
+    """Write the key 0400 owner-only, atomically (never a half-written or world-readable key)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+    try:
+        os.write(fd, key.data)
+        os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o400)
+    finally:
+        os.close(fd)
+    os.replace(tmp, dest)

@@ -1,0 +1,201 @@
+"""`slurmpod entrypoint ROLE`: pod start.
+
+One direction, no back and forth: PodInfo -> (NodeSpec) -> rendered files -> supervisord.
+``plan`` reads and validates everything and renders in memory; only when the whole plan is good does
+``apply`` write it, and then the process becomes supervisord (PID 1). Bad input writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import pwd
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, programs, render, secrets
+from slurmpod.entrypoints.render import Program
+
+from slurmpod import podinfo, slurm_version
+from slurmpod import well_known as wk
+from slurmpod.errors import BadInput
+
+log = logging.getLogger(__name__)
+
+SUPERVISORD = "/usr/local/bin/supervisord"
+
+
+@dataclass(frozen=True, slots=True)
+class OutFile:
+    path: str
+    content: str
+    mode: int = 0o644
+
+
+@dataclass(frozen=True, slots=True)
+class OutDir:
+    path: str
+    uid: int
+    gid: int
+    mode: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInstall:
+    key: secrets.Key
+    dest: str
+    user: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartPlan:
+    role: str
+    pod: podinfo.PodInfo
+    node: nodespec.NodeSpec | None
+    files: tuple[OutFile, ...]
+    dirs: tuple[OutDir, ...]
+    keys: tuple[KeyInstall, ...]
+    programs: tuple[Program, ...]
+    supervisord_conf: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Where the pod's inputs are; each has a SLURMPOD_ environment twin for tests and other layouts."""
+
+    podinfo_dir: Path
+    cluster_spec: Path
+    munge_key: Path
+    slurm_key: Path
+    run_dir: Path
+    hw_root: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        return cls(
+            podinfo_dir=Path(env.get(wk.ENV_PODINFO_DIR, wk.PODINFO_DIR)),
+            cluster_spec=Path(env.get(wk.ENV_CLUSTER_SPEC, wk.CLUSTER_SPEC_FILE)),
+            munge_key=Path(env.get("SLURMPOD_MUNGE_KEY_FILE", wk.MUNGE_KEY_SECRET)),
+            slurm_key=Path(env.get("SLURMPOD_SLURM_KEY_FILE", wk.SLURM_KEY_SECRET)),
+            run_dir=Path(env.get(wk.ENV_RUN_DIR, wk.RUN_DIR)),
+            hw_root=Path(env.get("SLURMPOD_HW_ROOT", "/")),
+        )
+
+
+def _auth(env: Mapping[str, str], settings: Settings, role: str) -> str:
+    if role == "controller":
+        return cluster_spec.load(settings.cluster_spec).auth
+    value = env.get("SLURMPOD_AUTH", "munge")
+    if value not in cluster_spec.AUTH_TYPES:
+        raise BadInput.one("SLURMPOD_AUTH", value, f"must be one of {', '.join(cluster_spec.AUTH_TYPES)}")
+    return value
+
+
+def _homes() -> tuple[OutDir, ...]:
+    """Home directories of ordinary users on the shared /home volume, made on first start."""
+    out = []
+    for user in pwd.getpwall():
+        if user.pw_uid >= 1000 and user.pw_dir.startswith("/home/") and user.pw_uid < 60000:
+            out.append(OutDir(user.pw_dir, user.pw_uid, user.pw_gid, 0o750))
+    return tuple(out)
+
+
+def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
+    """Read and validate every input and render every file, in memory."""
+    if role not in wk.ROLES:
+        raise BadInput.one("ROLE", role, f"unknown role; expected one of {', '.join(wk.ROLES)}")
+    pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller")
+    auth = _auth(env, settings, role)
+    keys: list[KeyInstall] = []
+    progs: list[Program] = []
+    files: list[OutFile] = []
+    dirs: list[OutDir] = [OutDir(str(settings.run_dir / "bin"), 0, 0, 0o755)]
+    if auth == "munge":
+        keys.append(KeyInstall(secrets.read_key(settings.munge_key, "munge key secret"), wk.MUNGE_KEY, "munge"))
+        dirs += [OutDir("/run/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o755),
+                 OutDir("/var/lib/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
+                 OutDir("/var/log/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700)]
+        progs.append(programs.munged())
+    else:
+        keys.append(KeyInstall(secrets.read_key(settings.slurm_key, "slurm key secret"), wk.SLURM_KEY, "slurm"))
+
+    node = None
+    if role == "controller":
+        spec = cluster_spec.load(settings.cluster_spec)
+        files.append(OutFile(wk.SLURM_CONF, render.slurm_conf(spec, pod.name)))
+        if spec.cgroups:
+            files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
+        dirs.append(OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700))
+        progs.append(programs.slurmctld(auth))
+        progs.append(programs.slurmpod_task("node-reaper", ["daemon", "node-reaper",
+                     "--timeout", str(spec.node_timeout_seconds)], restart=True))
+    elif role == "worker":
+        hw = hardware.probe(settings.hw_root, gpus.inventory())
+        node = nodespec.build(pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
+        if node.gpus:
+            files.append(OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf()))
+        dirs.append(OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755))
+        progs += [programs.slurmd(auth, pod.controller, node.conf_string()), programs.sshd(),
+                  programs.slurmpod_task("clear-stale-drain", ["daemon", "clear-stale-drain"], restart=False)]
+        dirs += _homes()
+    else:  # login
+        progs += [programs.sackd(auth, pod.controller), programs.sshd()]
+        dirs += _homes()
+
+    stop_wait = max(2, pod.grace_seconds // 3)
+    conf = render.supervisord_conf(role, progs, stop_wait)
+    return StartPlan(role, pod, node, tuple(files), tuple(dirs), tuple(keys), tuple(progs), conf)
+
+
+def _write(path: Path, content: str, mode: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(content, encoding="utf-8")
+    tmp.chmod(mode)
+    os.replace(tmp, path)
+
+
+def apply(p: StartPlan, settings: Settings) -> Path:
+    """Write the plan; returns the supervisord.conf path."""
+    for d in p.dirs:
+        path = Path(d.path)
+        path.mkdir(parents=True, exist_ok=True)
+        os.chown(path, d.uid, d.gid)
+        path.chmod(d.mode)
+    for k in p.keys:
+        user = pwd.getpwnam(k.user)
+        secrets.install(k.key, Path(k.dest), user.pw_uid, user.pw_gid)
+    for f in p.files:
+        _write(Path(f.path), f.content, f.mode)
+    for prog in p.programs:
+        _write(settings.run_dir / "bin" / prog.name, prog.script, 0o755)
+    conf = settings.run_dir / wk.SUPERVISORD_CONF
+    _write(conf, p.supervisord_conf, 0o644)
+    return conf
+
+
+def describe(p: StartPlan) -> str:
+    lines = [f"role: {p.role}", f"pod: {p.pod.name}"]
+    if p.node:
+        lines.append(f"node: {p.node.conf_string()}")
+    lines += [f"file: {f.path}" for f in p.files]
+    lines += [f"key: {k.key.source} -> {k.dest} ({k.user}, 0400)" for k in p.keys]
+    lines += [f"program: {prog.name}" for prog in p.programs]
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    settings = Settings.from_env(env)
+    p = plan(args.role, env, settings)
+    if args.dry_run:
+        print(describe(p))
+        return 0
+    conf = apply(p, settings)
+    log.info("starting supervisord", extra={"ctx": {"role": p.role, "pod": p.pod.name}})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(SUPERVISORD, [SUPERVISORD, "-n", "-c", str(conf)])

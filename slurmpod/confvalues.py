@@ -1,0 +1,93 @@
+"""Values that go into Slurm configuration: validated so none can add a line or a key.
+
+slurm.conf and `slurmd --conf` are whitespace-separated ``Key=Value`` lists; a value containing
+whitespace, ``#``, ``=`` or a quote could end the value early and start another key, and a newline
+would start another line. Every value slurmpod writes passes through one of these functions.
+Ref: https://slurm.schedmd.com/slurm.conf.html#SECTION_DESCRIPTION
+"""
+
+from __future__ import annotations
+
+import re
+
+from slurmpod.errors import BadInput
+
+# Node and host names: RFC 1123 labels, as Kubernetes pod names are.
+# Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names
+_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(:[0-9]{1,5})?$")
+# Slurm feature names: letters, digits, '_', '-', '.'; no operators (& | , ! [ ] ( ) * :).
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Features
+_FEATURE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+# Generic safe token for other values (paths, plugin names, partition names).
+_TOKEN = re.compile(r"^[A-Za-z0-9_@%+/.:,-]{1,255}$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+def _check(pattern: re.Pattern[str], field: str, value: str, what: str) -> str:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise BadInput.one(field, value, f"not a valid {what}")
+    return value
+
+
+def node_name(field: str, value: str) -> str:
+    """A Slurm NodeName that is also a pod name (RFC 1123 label)."""
+    return _check(_DNS_LABEL, field, value, "node name (lowercase RFC 1123 label, at most 63 chars)")
+
+
+def host(field: str, value: str) -> str:
+    """A host name or host:port."""
+    return _check(_HOST, field, value, "host name")
+
+
+def feature(field: str, value: str) -> str:
+    """One Slurm node feature."""
+    return _check(_FEATURE, field, value, "Slurm feature name (letters, digits, _ . -)")
+
+
+def name(field: str, value: str) -> str:
+    """A Slurm object name: partition, nodeset, cluster."""
+    return _check(_NAME, field, value, "name (letters, digits, _ . -)")
+
+
+def token(field: str, value: str) -> str:
+    """A single whitespace-free value with no quoting, comment or assignment characters."""
+    return _check(_TOKEN, field, value, "single token (no spaces, quotes, '#' or '=')")
+
+
+def integer(field: str, value: object, low: int, high: int) -> int:
+    """An integer within [low, high], given as int or decimal string."""
+    if isinstance(value, bool):
+        raise BadInput.one(field, value, "not an integer")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]{1,20}", value.strip()):
+        number = int(value.strip())
+    else:
+        raise BadInput.one(field, value, "not an integer")
+    if not low <= number <= high:
+        raise BadInput.one(field, value, f"out of range [{low}, {high}]")
+    return number
+
+
+def quoted_text(field: str, value: str, max_len: int = 255) -> str:
+    """Free text (e.g. a drain Reason) as one double-quoted Slurm value; control chars refused."""
+    if any(ord(c) < 0x20 or c == "\x7f" for c in value) or '"' in value:
+        raise BadInput.one(field, value, "text may not contain quotes or control characters")
+    if len(value) > max_len:
+        raise BadInput.one(field, value, f"longer than {max_len} characters")
+    return f'"{value}"'
+
+
+def kv_line(pairs: list[tuple[str, str]]) -> str:
+    """Join already-validated pairs into one ``Key=Value Key=Value`` line; re-checks as a tripwire."""
+    out = []
+    for key, value in pairs:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", key):
+            raise ValueError(f"bad Slurm key {key!r}")
+        if any(c.isspace() for c in value) and not (value.startswith('"') and value.endswith('"')):
+            raise ValueError(f"unquoted whitespace in {key}={value!r}")
+        if "\n" in value or "\r" in value or "#" in value:
+            raise ValueError(f"line-breaking character in {key}={value!r}")
+        out.append(f"{key}={value}")
+    return " ".join(out)

@@ -1,0 +1,56 @@
+"""Which Slurm is installed: read from dpkg's status file (no process start), or SLURMPOD_SLURM_VERSION."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+@dataclass(frozen=True, slots=True)
+class SlurmVersion:
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str) -> SlurmVersion:
+        parts = text.strip().split(".")
+        return cls(int(parts[0]), int(parts[1]))
+
+    @property
+    def node_topology(self) -> bool:
+        """Nodes take `Topology=` from 25.05 (topology.yaml). Ref: https://slurm.schedmd.com/topology.yaml.html"""
+        return (self.major, self.minor) >= (25, 5)
+
+
+
+DPKG_STATUS = Path("/var/lib/dpkg/status")
+_PACKAGES = ("slurmd", "slurmctld", "slurm-client", "sackd")
+DEFAULT = "24.11"
+
+
+def from_dpkg_status(text: str) -> str | None:
+    """The version of the first Slurm package found in a dpkg status file, e.g. '24.11.5'."""
+    package = None
+    for line in text.splitlines():
+        if line.startswith("Package: "):
+            package = line.split(": ", 1)[1].strip()
+        elif line.startswith("Version: ") and package in _PACKAGES:
+            version = line.split(": ", 1)[1].strip()
+            return version.split(":", 1)[-1].split("-", 1)[0]
+    return None
+
+
+def detect(env: Mapping[str, str], status: Path = DPKG_STATUS) -> SlurmVersion:
+    raw = env.get("SLURMPOD_SLURM_VERSION")
+    if not raw:
+        try:
+            raw = from_dpkg_status(status.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            raw = None
+    if not raw:
+        log.info("no Slurm package found; assuming %s", DEFAULT)
+        raw = DEFAULT
+    return SlurmVersion.parse(raw)
