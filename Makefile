@@ -1,0 +1,42 @@
+# slurmpod: the two commands a new user needs are `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+VENV := .venv
+SP := $(VENV)/bin/slurmpod
+PYTEST := $(VENV)/bin/pytest
+FLAVORS ?= 24.11 26.05
+
+.PHONY: demo test bench images clean lint unit image-tests cluster-tests bootstrap
+
+bootstrap:
+	@scripts/bootstrap-host.sh
+
+## demo: build images if needed, start a cluster of pods, run jobs through it
+demo: bootstrap
+	$(SP) demo --flavor 24.11
+
+## test: lint, types, unit tests, both flavors' images, full cluster suite on 24.11, smoke on 26.05
+test: bootstrap lint unit
+	$(SP) images build --flavor 24.11
+	$(SP) images build --flavor 26.05
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) tests/image tests/cluster
+	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/image
+	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/cluster -m smoke
+
+lint: bootstrap
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy build/__editable__*/slurmpod
+
+unit: bootstrap
+	$(PYTEST) tests/unit
+
+images: bootstrap
+	for f in $(FLAVORS); do $(SP) images build --flavor $$f || exit 1; done
+
+## bench: build and start-up figures, each beside a baseline measured in the same run
+bench: bootstrap
+	$(VENV)/bin/python -m slurmpod.bench --out bench-results
+
+clean: bootstrap
+	-$(SP) cluster down
+	-$(SP) cluster down --name sptest
+	rm -rf build/clusters

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Make a fresh Debian 12 host ready for slurmpod: Docker engine, debootstrap, a Python venv.
+# Idempotent and quiet when everything is already there. Run as root (CI and the README do).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "bootstrap: apt-get install ${need_apt[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+    echo "bootstrap: starting dockerd (log: /var/log/slurmpod-dockerd.log)"
+    nohup dockerd >/var/log/slurmpod-dockerd.log 2>&1 &
+    for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || { echo "bootstrap: dockerd did not start; see /var/log/slurmpod-dockerd.log" >&2; exit 1; }
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "bootstrap: creating .venv"
+    python3 -m venv .venv
+    .venv/bin/pip install -q --upgrade pip
+fi
+# strict editable install: a link tree under build/__editable__* that mypy can check (ARCHITECTURE.md)
+stamp=.venv/.slurmpod-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || \
+   [ -n "$(find slurmpod entrypoints prolog_epilog topology slurm_plugins images -newer "$stamp" -name '*.py' -print -quit)" ] || \
+   ! ls -d build/__editable__* >/dev/null 2>&1; then
+    .venv/bin/pip install -q -e '.[test]' --config-settings editable_mode=strict 2>&1 | grep -v '^WARNING: Location' || true
+    touch "$stamp"
+fi
