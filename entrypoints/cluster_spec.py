@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from slurmpod import confvalues
 from slurmpod.errors import BadInput, Problem
 
@@ -53,14 +51,26 @@ class ClusterSpec:
     extra_lines: tuple[str, ...]
 
 
-_TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nodeTimeoutSeconds",
-             "partitions", "nodesets", "extraLines", "cgroups"}
+_TOP_KEYS = {
+    "clusterName",
+    "auth",
+    "select",
+    "topologyPlugin",
+    "maxNodes",
+    "nodeTimeoutSeconds",
+    "partitions",
+    "nodesets",
+    "extraLines",
+    "cgroups",
+}
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
 
 
 def _unknown(doc: dict[str, Any], allowed: set[str], path: str, problems: list[Problem]) -> None:
     for key in sorted(set(doc) - allowed):
-        problems.append(Problem(f"{path}{key}", str(doc[key]), f"unknown key (allowed: {', '.join(sorted(allowed))})"))
+        problems.append(
+            Problem(f"{path}{key}", str(doc[key]), f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        )
 
 
 def _try(problems: list[Problem], fn: Any, *args: Any) -> Any:
@@ -96,8 +106,9 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
     select = _try(problems, _choice, "select", doc.get("select", "cons_tres"), SELECT_TYPES)
     topo = _try(problems, _choice, "topologyPlugin", doc.get("topologyPlugin", "none"), TOPOLOGY_PLUGINS)
     max_nodes = _try(problems, confvalues.integer, "maxNodes", doc.get("maxNodes", 1024), 1, 65_000)
-    node_timeout = _try(problems, confvalues.integer, "nodeTimeoutSeconds",
-                        doc.get("nodeTimeoutSeconds", 300), 10, 86_400)
+    node_timeout = _try(
+        problems, confvalues.integer, "nodeTimeoutSeconds", doc.get("nodeTimeoutSeconds", 300), 10, 86_400
+    )
 
     cgroups = doc.get("cgroups", False)
     if not isinstance(cgroups, bool):
@@ -115,7 +126,9 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
             continue
         _unknown(ns, {"name", "feature"}, path, problems)
         name = _try(problems, confvalues.name, path + "name", str(ns.get("name", "")))
-        feat = _try(problems, confvalues.feature, path + "feature", str(ns.get("feature", ns.get("name", ""))))
+        feat = _try(
+            problems, confvalues.feature, path + "feature", str(ns.get("feature", ns.get("name", "")))
+        )
         if name and feat:
             nodesets.append(NodeSetSpec(name, feat))
     set_names = {n.name for n in nodesets}
@@ -142,17 +155,32 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         default = part.get("default", False)
         if not isinstance(default, bool):
             problems.append(Problem(path + "default", str(default), "must be true or false"))
-        tier = _try(problems, confvalues.integer, path + "priorityTier", part.get("priorityTier", 1), 0, 65_533)
-        mode = _try(problems, _choice, path + "preemptMode", str(part.get("preemptMode", "OFF")).upper(),
-                    PREEMPT_MODES)
+        tier = _try(
+            problems, confvalues.integer, path + "priorityTier", part.get("priorityTier", 1), 0, 65_533
+        )
+        mode = _try(
+            problems,
+            _choice,
+            path + "preemptMode",
+            str(part.get("preemptMode", "OFF")).upper(),
+            PREEMPT_MODES,
+        )
         grace = _try(problems, confvalues.integer, path + "graceTime", part.get("graceTime", 0), 0, 86_400)
         max_time = _try(problems, _max_time, path + "maxTime", part.get("maxTime", "INFINITE"))
         if pname is not None and None not in (tier, mode, grace, max_time):
-            partitions.append(PartitionSpec(pname, tuple(str(m) for m in members), bool(default),
-                                            tier, mode, grace, max_time))
+            partitions.append(
+                PartitionSpec(
+                    pname, tuple(str(m) for m in members), bool(default), tier, mode, grace, max_time
+                )
+            )
     if sum(p.default for p in partitions) > 1:
-        problems.append(Problem("partitions", ",".join(p.name for p in partitions if p.default),
-                                "more than one default partition"))
+        problems.append(
+            Problem(
+                "partitions",
+                ",".join(p.name for p in partitions if p.default),
+                "more than one default partition",
+            )
+        )
 
     extra = doc.get("extraLines", [])
     if not isinstance(extra, list):
@@ -164,11 +192,23 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
 
     if problems:
         raise BadInput(problems)
-    return ClusterSpec(cluster_name, auth, select, topo, max_nodes, node_timeout, bool(cgroups), tuple(partitions),
-                       tuple(nodesets), tuple(extra))
+    return ClusterSpec(
+        cluster_name,
+        auth,
+        select,
+        topo,
+        max_nodes,
+        node_timeout,
+        bool(cgroups),
+        tuple(partitions),
+        tuple(nodesets),
+        tuple(extra),
+    )
 
 
 def load(path: Path) -> ClusterSpec:
+    import yaml  # noqa: PLC0415 - only the controller reads a spec; workers skip the import
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -176,5 +216,6 @@ def load(path: Path) -> ClusterSpec:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise BadInput.one("cluster spec", str(path), f"not valid YAML: {exc}") from None
+        where = " ".join(str(exc).split())  # one line: the message goes to the termination log
+        raise BadInput.one("cluster spec", str(path), f"not valid YAML: {where}") from None
     return parse(doc if doc is not None else {}, str(path))

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slurmpod.entrypoints.hardware import Gpu, Hardware
-
 from slurmpod import confvalues
 from slurmpod import well_known as wk
+from slurmpod.entrypoints.hardware import Gpu, Hardware
 from slurmpod.errors import BadInput, Problem
 from slurmpod.podinfo import PodInfo
 from slurmpod.slurm_version import SlurmVersion

@@ -47,8 +47,12 @@ def run(node: str, grace: float, stop_slurmd: bool = True) -> int:
         time.sleep(POLL_SECONDS)
     if stop_slurmd:
         conf = os.path.join(os.environ.get(wk.ENV_RUN_DIR, wk.RUN_DIR), wk.SUPERVISORD_CONF)
-        subprocess.run(["supervisorctl", "-c", conf, "stop", "slurmd"], capture_output=True,
-                       timeout=min(10.0, left()), check=False)
+        subprocess.run(
+            ["supervisorctl", "-c", conf, "stop", "slurmd"],
+            capture_output=True,
+            timeout=min(10.0, left()),
+            check=False,
+        )
     return 0
 
 

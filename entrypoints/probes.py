@@ -48,12 +48,20 @@ def live(timeout: float) -> tuple[bool, str]:
     """Every autorestarting program RUNNING (or STARTING after a crash, which supervisord handles)."""
     conf = os.path.join(os.environ.get(wk.ENV_RUN_DIR, wk.RUN_DIR), wk.SUPERVISORD_CONF)
     try:
-        proc = subprocess.run(["supervisorctl", "-c", conf, "status"], capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        proc = subprocess.run(
+            ["supervisorctl", "-c", conf, "status"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return False, "supervisorctl timed out"
-    bad = [line for line in proc.stdout.splitlines()
-           if line.split() and line.split()[1] in {"FATAL", "BACKOFF", "UNKNOWN"}]
+    bad = [
+        line
+        for line in proc.stdout.splitlines()
+        if line.split() and line.split()[1] in {"FATAL", "BACKOFF", "UNKNOWN"}
+    ]
     if not proc.stdout.strip():
         return False, f"supervisord not answering: {proc.stderr.strip()[:200]}"
     return (not bad), ("; ".join(bad) if bad else "all programs running")

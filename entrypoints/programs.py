@@ -10,11 +10,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from slurmpod import well_known as wk
 from slurmpod.entrypoints.render import Program
 
-from slurmpod import well_known as wk
-
 MUNGE_WAIT_SECONDS = 30
+HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"
 
 
 def _script(name: str, body: Sequence[str]) -> str:
@@ -41,8 +41,9 @@ def _cmd(argv: Sequence[str]) -> str:
 
 def munged() -> Program:
     # Ref: munged(8): --foreground; the key is installed by the entrypoint from the secret.
-    return Program("munged", _script("munged", [_cmd(["/usr/sbin/munged", "--foreground"])]),
-                   priority=10, user="munge")
+    return Program(
+        "munged", _script("munged", [_cmd(["/usr/sbin/munged", "--foreground"])]), priority=10, user="munge"
+    )
 
 
 def _after_auth(auth: str) -> list[str]:
@@ -58,7 +59,10 @@ def slurmctld(auth: str) -> Program:
 def slurmd(auth: str, controller: str, conf: str) -> Program:
     # -Z: dynamic node; --conf-server: configless. Ref: https://slurm.schedmd.com/slurmd.html
     server = controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
-    body = [*_after_auth(auth), _cmd(["/usr/sbin/slurmd", "-D", "-Z", "--conf-server", server, "--conf", conf])]
+    body = [
+        *_after_auth(auth),
+        _cmd(["/usr/sbin/slurmd", "-D", "-Z", "--conf-server", server, "--conf", conf]),
+    ]
     return Program("slurmd", _script("slurmd", body), priority=20)
 
 
@@ -73,7 +77,7 @@ def sshd() -> Program:
     # Host keys are made per pod (never in an image layer); ed25519 only, it is fast to generate.
     body = [
         "mkdir -p /run/sshd && chmod 0755 /run/sshd",
-        "[ -s /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key",
+        f"[ -s {HOST_KEY} ] || ssh-keygen -q -t ed25519 -N '' -f {HOST_KEY}",
         _cmd(["/usr/sbin/sshd", "-D", "-e"]),
     ]
     return Program("sshd", _script("sshd", body), priority=30)
@@ -81,5 +85,10 @@ def sshd() -> Program:
 
 def slurmpod_task(name: str, args: Sequence[str], *, restart: bool) -> Program:
     """A slurmpod helper (node reaper, stale-drain clearing) run under supervisord."""
-    return Program(name, _script(name, [_cmd(["/usr/local/bin/slurmpod", *args])]), priority=40,
-                   restart=restart, startsecs=0)
+    return Program(
+        name,
+        _script(name, [_cmd(["/usr/local/bin/slurmpod", *args])]),
+        priority=40,
+        restart=restart,
+        startsecs=0,
+    )

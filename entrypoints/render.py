@@ -1,16 +1,23 @@
-"""Jinja2 rendering of the files a pod writes at start. Deterministic: same input, same bytes."""
+"""Rendering of the files a pod writes at start. Deterministic: same input, same bytes.
+
+slurm.conf and cgroup.conf are jinja2 templates (the controller's start is not latency-bound).
+supervisord.conf, which every worker writes on the path to IDLE, is built from a small section model:
+importing jinja2 alone costs ~80 ms of a worker's start (measured with `python -X importtime`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-
-import jinja2
-from slurmpod.entrypoints.cluster_spec import ClusterSpec
+from typing import TYPE_CHECKING
 
 from slurmpod import __version__
 from slurmpod import well_known as wk
+from slurmpod.entrypoints.cluster_spec import ClusterSpec
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +34,8 @@ class Program:
 
 @cache
 def _env() -> jinja2.Environment:
+    import jinja2  # noqa: PLC0415 - see module docstring
+
     return jinja2.Environment(
         loader=jinja2.PackageLoader("slurmpod.entrypoints", "templates"),
         undefined=jinja2.StrictUndefined,
@@ -39,9 +48,16 @@ def _env() -> jinja2.Environment:
 
 def slurm_conf(spec: ClusterSpec, controller: str) -> str:
     preempt = any(p.preempt_mode != "OFF" for p in spec.partitions)
-    return _env().get_template("slurm.conf.j2").render(
-        spec=spec, controller=controller, preempt=preempt, version=__version__,
-        state_save_location=wk.STATE_SAVE_LOCATION,
+    return (
+        _env()
+        .get_template("slurm.conf.j2")
+        .render(
+            spec=spec,
+            controller=controller,
+            preempt=preempt,
+            version=__version__,
+            state_save_location=wk.STATE_SAVE_LOCATION,
+        )
     )
 
 
@@ -49,19 +65,58 @@ def cgroup_conf() -> str:
     return _env().get_template("cgroup.conf.j2").render()
 
 
-def supervisord_conf(role: str, programs: Sequence[Program], stop_wait: int) -> str:
-    rows = [
-        {
-            "name": p.name,
-            "command": f"{wk.RUN_DIR}/bin/{p.name}",
-            "user": p.user,
-            "priority": p.priority,
-            "restart": p.restart,
-            "startsecs": p.startsecs,
-            "environment": None,
-        }
-        for p in sorted(programs, key=lambda p: (p.priority, p.name))
-    ]
-    return _env().get_template("supervisord.conf.j2").render(
-        role=role, programs=rows, run_dir=wk.RUN_DIR, stop_wait=stop_wait
+def _section(name: str, items: list[tuple[str, object]]) -> list[str]:
+    lines = [f"[{name}]"]
+    for key, value in items:
+        text = str(value)
+        if "\n" in text or "\r" in text:
+            raise ValueError(f"line break in supervisord value {key}={text!r}")
+        lines.append(f"{key}={text}")
+    return [*lines, ""]
+
+
+def supervisord_conf(
+    role: str, programs: Sequence[Program], stop_wait: int, run_dir: str = wk.RUN_DIR
+) -> str:
+    """supervisord.conf: PID 1 over the role's programs, run from ``run_dir``/bin where ``start.apply``
+    writes them. Ref: http://supervisord.org/configuration.html"""
+    run = run_dir
+    lines = [f"; supervisord.conf rendered by slurmpod {__version__} for the {role} pod", ""]
+    lines += _section(
+        "supervisord",
+        [
+            ("nodaemon", "true"),
+            ("user", "root"),
+            ("logfile", "/dev/null"),
+            ("logfile_maxbytes", 0),
+            ("pidfile", f"{run}/supervisord.pid"),
+        ],
     )
+    lines += _section("unix_http_server", [("file", f"{run}/{wk.SUPERVISOR_SOCK}"), ("chmod", "0700")])
+    lines += _section(
+        "rpcinterface:supervisor",
+        [("supervisor.rpcinterface_factory", "supervisor.rpcinterface:make_main_rpcinterface")],
+    )
+    lines += _section("supervisorctl", [("serverurl", f"unix://{run}/{wk.SUPERVISOR_SOCK}")])
+    for p in sorted(programs, key=lambda p: (p.priority, p.name)):
+        items: list[tuple[str, object]] = [("command", f"{run}/bin/{p.name}")]
+        if p.user:
+            items.append(("user", p.user))
+        items += [
+            ("priority", p.priority),
+            ("autostart", "true"),
+            ("autorestart", "true" if p.restart else "false"),
+            ("startsecs", p.startsecs),
+            # restarts keep coming; supervisord backs off 1 s more per failed start
+            ("startretries", 1000),
+            ("stopsignal", "TERM"),
+            ("stopwaitsecs", stop_wait),
+            ("stopasgroup", "true"),
+            ("killasgroup", "true"),
+            # logs go to the pod's stdout (kubectl logs); each line is prefixed by the run script
+            ("stdout_logfile", "/dev/stdout"),
+            ("stdout_logfile_maxbytes", 0),
+            ("redirect_stderr", "true"),
+        ]
+        lines += _section(f"program:{p.name}", items)
+    return "\n".join(lines)

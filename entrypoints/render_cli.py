@@ -7,10 +7,9 @@ import os
 import shlex
 from pathlib import Path
 
-from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, render
-
 from slurmpod import podinfo, slurm_version
 from slurmpod import well_known as wk
+from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, render
 
 
 def _env(args: argparse.Namespace) -> dict[str, str]:

@@ -11,16 +11,17 @@ import argparse
 import logging
 import os
 import pwd
+import socket
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurmpod import confvalues, podinfo, slurm_version
+from slurmpod import well_known as wk
 from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, programs, render, secrets
 from slurmpod.entrypoints.render import Program
-
-from slurmpod import podinfo, slurm_version
-from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
 
 log = logging.getLogger(__name__)
@@ -85,9 +86,9 @@ class Settings:
         )
 
 
-def _auth(env: Mapping[str, str], settings: Settings, role: str) -> str:
-    if role == "controller":
-        return cluster_spec.load(settings.cluster_spec).auth
+def _auth(env: Mapping[str, str], role: str, spec: cluster_spec.ClusterSpec | None) -> str:
+    if role == "controller" and spec is not None:
+        return spec.auth
     value = env.get("SLURMPOD_AUTH", "munge")
     if value not in cluster_spec.AUTH_TYPES:
         raise BadInput.one("SLURMPOD_AUTH", value, f"must be one of {', '.join(cluster_spec.AUTH_TYPES)}")
@@ -107,46 +108,61 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     """Read and validate every input and render every file, in memory."""
     if role not in wk.ROLES:
         raise BadInput.one("ROLE", role, f"unknown role; expected one of {', '.join(wk.ROLES)}")
+    run_dir = confvalues.path(wk.ENV_RUN_DIR, str(settings.run_dir))  # written into supervisord.conf
     pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller")
-    auth = _auth(env, settings, role)
+    spec = cluster_spec.load(settings.cluster_spec) if role == "controller" else None
+    auth = _auth(env, role, spec)
     keys: list[KeyInstall] = []
     progs: list[Program] = []
     files: list[OutFile] = []
     dirs: list[OutDir] = [OutDir(str(settings.run_dir / "bin"), 0, 0, 0o755)]
     if auth == "munge":
-        keys.append(KeyInstall(secrets.read_key(settings.munge_key, "munge key secret"), wk.MUNGE_KEY, "munge"))
-        dirs += [OutDir("/run/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o755),
-                 OutDir("/var/lib/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
-                 OutDir("/var/log/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700)]
+        keys.append(
+            KeyInstall(secrets.read_key(settings.munge_key, "munge key secret"), wk.MUNGE_KEY, "munge")
+        )
+        dirs += [
+            OutDir("/run/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o755),
+            OutDir("/var/lib/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
+            OutDir("/var/log/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
+        ]
         progs.append(programs.munged())
     else:
-        keys.append(KeyInstall(secrets.read_key(settings.slurm_key, "slurm key secret"), wk.SLURM_KEY, "slurm"))
+        keys.append(
+            KeyInstall(secrets.read_key(settings.slurm_key, "slurm key secret"), wk.SLURM_KEY, "slurm")
+        )
 
     node = None
-    if role == "controller":
-        spec = cluster_spec.load(settings.cluster_spec)
+    if spec is not None:
         files.append(OutFile(wk.SLURM_CONF, render.slurm_conf(spec, pod.name)))
         if spec.cgroups:
             files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
         dirs.append(OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700))
         progs.append(programs.slurmctld(auth))
-        progs.append(programs.slurmpod_task("node-reaper", ["daemon", "node-reaper",
-                     "--timeout", str(spec.node_timeout_seconds)], restart=True))
+        progs.append(
+            programs.slurmpod_task(
+                "node-reaper",
+                ["daemon", "node-reaper", "--timeout", str(spec.node_timeout_seconds)],
+                restart=True,
+            )
+        )
     elif role == "worker":
         hw = hardware.probe(settings.hw_root, gpus.inventory())
         node = nodespec.build(pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
         if node.gpus:
             files.append(OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf()))
         dirs.append(OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755))
-        progs += [programs.slurmd(auth, pod.controller, node.conf_string()), programs.sshd(),
-                  programs.slurmpod_task("clear-stale-drain", ["daemon", "clear-stale-drain"], restart=False)]
+        progs += [
+            programs.slurmd(auth, pod.controller, node.conf_string()),
+            programs.sshd(),
+            programs.slurmpod_task("clear-stale-drain", ["daemon", "clear-stale-drain"], restart=False),
+        ]
         dirs += _homes()
     else:  # login
         progs += [programs.sackd(auth, pod.controller), programs.sshd()]
         dirs += _homes()
 
     stop_wait = max(2, pod.grace_seconds // 3)
-    conf = render.supervisord_conf(role, progs, stop_wait)
+    conf = render.supervisord_conf(role, progs, stop_wait, run_dir)
     return StartPlan(role, pod, node, tuple(files), tuple(dirs), tuple(keys), tuple(progs), conf)
 
 
@@ -187,6 +203,29 @@ def describe(p: StartPlan) -> str:
     return "\n".join(lines)
 
 
+def _kick_supervisord(sock: Path, deadline_s: float = 5.0) -> None:
+    """Fork a child that connects once to supervisord's control socket as soon as it exists.
+
+    supervisord polls its sockets for up to 1 s before its first pass over the programs, so an idle
+    start waits a full second before munged and slurmd are spawned. A connection makes that first poll
+    return at once. Ref: supervisor/supervisord.py Supervisor.runforever (poll before transition).
+    """
+    if os.fork() != 0:
+        return
+    try:
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.settimeout(1.0)
+                    s.connect(str(sock))
+                break
+            except OSError:  # not there yet, or a stale file from the last start
+                time.sleep(0.005)
+    finally:
+        os._exit(0)
+
+
 def main(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     settings = Settings.from_env(env)
@@ -198,4 +237,5 @@ def main(args: argparse.Namespace) -> int:
     log.info("starting supervisord", extra={"ctx": {"role": p.role, "pod": p.pod.name}})
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(SUPERVISORD, [SUPERVISORD, "-n", "-c", str(conf)])
+    _kick_supervisord(settings.run_dir / wk.SUPERVISOR_SOCK)
+    os.execv(SUPERVISORD, [SUPERVISORD, "-n", "-c", str(conf)])  # noqa: S606 - become PID 1

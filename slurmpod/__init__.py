@@ -1,8 +1,4 @@
 """slurmpod: the node-side runtime for Slurm on Kubernetes."""
 
-from importlib import metadata as _metadata
-
-try:
-    __version__ = _metadata.version("slurmpod")
-except _metadata.PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0"
+# A literal, not importlib.metadata: that import alone costs ~100 ms of every pod start.
+__version__ = "0.1.0"

@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 check/policy/runtime failure, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -43,8 +44,6 @@ def _lazy(module: str, func: str = "main") -> Handler:
     """Import the implementing module only when its command runs: keeps pod start fast."""
 
     def run(args: argparse.Namespace) -> int:
-        import importlib
-
         fn: Handler = getattr(importlib.import_module(module), func)
         return fn(args)
 
@@ -61,8 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     isub = images.add_subparsers(dest="images_command", required=True)
     b = isub.add_parser("build", help="build images (base made with debootstrap when missing)")
     _opt(b, "--flavor", choices=["24.11", "26.05"], default="24.11")
-    _opt(b, "--role", action="append", choices=["base", "controller", "worker", "login"],
-         help="roles to build (repeatable; default: all)")
+    _opt(
+        b,
+        "--role",
+        action="append",
+        choices=["base", "controller", "worker", "login"],
+        help="roles to build (repeatable; default: all)",
+    )
     _opt(b, "--base-image", default=None, help="start from this registry image instead of debootstrap")
     _opt(b, "--mirror", default=None, help="Debian mirror (default: the host's apt sources)")
     _opt(b, "--log-file", default=None, help="full build log (default build/images-FLAVOR.log)")
@@ -78,8 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     _opt(up, "--flavor", choices=["24.11", "26.05"], default="24.11")
     _opt(up, "--workers", type=int, default=2)
     _opt(up, "--timeout", type=float, default=120.0, help="seconds to wait for every worker to be IDLE")
-    for c in (up, csub.add_parser("down", help="remove every container, network and volume"),
-              csub.add_parser("status", help="pods and sinfo")):
+    for c in (
+        up,
+        csub.add_parser("down", help="remove every container, network and volume"),
+        csub.add_parser("status", help="pods and sinfo"),
+    ):
         _opt(c, "--name", default="slurmpod", help="cluster name (prefix of every Docker object)")
         c.set_defaults(handler=_lazy("slurmpod.cluster.cli"))
 
@@ -118,9 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     pre.set_defaults(handler=_lazy("slurmpod.entrypoints.prestop"))
     daemon = sub.add_parser("daemon", help="helpers supervisord runs beside the Slurm daemons")
     daemon.add_argument("task", choices=["node-reaper", "clear-stale-drain"])
-    _opt(daemon, "--timeout", type=float, default=300.0,
-         help="node-reaper: seconds a dynamic node may not respond before deletion; "
-              "clear-stale-drain: seconds to wait for registration")
+    _opt(
+        daemon,
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="node-reaper: seconds a dynamic node may not respond before deletion; "
+        "clear-stale-drain: seconds to wait for registration",
+    )
     _opt(daemon, "--interval", type=float, default=15.0, help="node-reaper: seconds between passes")
     daemon.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons"))
     return parser

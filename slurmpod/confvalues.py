@@ -22,6 +22,8 @@ _FEATURE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 # Generic safe token for other values (paths, plugin names, partition names).
 _TOKEN = re.compile(r"^[A-Za-z0-9_@%+/.:,-]{1,255}$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+# Absolute paths slurmpod writes into config files (supervisord expands '%', so it is not allowed).
+_PATH = re.compile(r"^/[A-Za-z0-9_./-]{0,4095}$")
 
 
 def _check(pattern: re.Pattern[str], field: str, value: str, what: str) -> str:
@@ -48,6 +50,11 @@ def feature(field: str, value: str) -> str:
 def name(field: str, value: str) -> str:
     """A Slurm object name: partition, nodeset, cluster."""
     return _check(_NAME, field, value, "name (letters, digits, _ . -)")
+
+
+def path(field: str, value: str) -> str:
+    """An absolute path of plain characters (no spaces, quotes, '%', '#' or '=')."""
+    return _check(_PATH, field, value, "absolute path (letters, digits, _ . - /)")
 
 
 def token(field: str, value: str) -> str:

@@ -1,10 +1,10 @@
 """The slurmpod error tree. Only ``main()`` turns these into exit codes.
 
-    SlurmpodError
-    ├── BadInput        exit 2: a field of the pod's input (env, file, secret, flag) is wrong;
-    │                   carries every problem found, each naming the field and the value
-    ├── TransientError  exit 1: worth retrying (a daemon not up yet, a timeout)
-    └── PermanentError  exit 1: retrying will not help (a tool missing, a daemon refused)
+SlurmpodError
+├── BadInput        exit 2: a field of the pod's input (env, file, secret, flag) is wrong;
+│                   carries every problem found, each naming the field and the value
+├── TransientError  exit 1: worth retrying (a daemon not up yet, a timeout)
+└── PermanentError  exit 1: retrying will not help (a tool missing, a daemon refused)
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ def go_unquote(quoted: str) -> str:
     """Inverse of Go's strconv.Quote for a double-quoted string; ValueError when malformed."""
     if len(quoted) < 2 or quoted[0] != '"' or quoted[-1] != '"':
         raise ValueError("value is not a double-quoted string")
+    if "\n" in quoted:  # Go's Unquote refuses a raw newline in a quoted string
+        raise ValueError("raw newline in quoted string")
     body, out, i = quoted[1:-1], [], 0
     raw = bytearray()  # \x and octal escapes are bytes; decode runs of them as UTF-8
 
@@ -46,11 +48,14 @@ def go_unquote(quoted: str) -> str:
             digits = body[i + 2 : i + 2 + n]
             if len(digits) != n or any(c not in "0123456789abcdefABCDEF" for c in digits):
                 raise ValueError(f"bad \\{esc} escape at offset {i}")
+            code = int(digits, 16)
             if esc == "x":
-                raw.append(int(digits, 16))
+                raw.append(code)
+            elif code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:  # Go: !utf8.ValidRune -> ErrSyntax
+                raise ValueError(f"\\{esc}{digits} is not a valid Unicode code point")
             else:
                 flush()
-                out.append(chr(int(digits, 16)))
+                out.append(chr(code))
             i += 2 + n
         elif esc in "01234567":
             digits = body[i + 1 : i + 4]

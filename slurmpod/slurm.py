@@ -17,8 +17,21 @@ from slurmpod.errors import PermanentError, TransientError
 
 DEFAULT_TIMEOUT = 10.0
 # Node states that make a node unusable for new work. Ref: https://slurm.schedmd.com/sinfo.html#SECTION_NODE-STATE-CODES
-UNUSABLE_STATES = frozenset({"DOWN", "DRAIN", "DRAINING", "DRAINED", "NOT_RESPONDING", "INVALID_REG",
-                             "INVALID", "FAIL", "FAILING", "FUTURE", "UNKNOWN"})
+UNUSABLE_STATES = frozenset(
+    {
+        "DOWN",
+        "DRAIN",
+        "DRAINING",
+        "DRAINED",
+        "NOT_RESPONDING",
+        "INVALID_REG",
+        "INVALID",
+        "FAIL",
+        "FAILING",
+        "FUTURE",
+        "UNKNOWN",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +140,9 @@ def parse_squeue(text: str) -> list[JobOnNode]:
 
 def jobs_on_node(name: str, timeout: float = DEFAULT_TIMEOUT) -> list[JobOnNode]:
     confvalues.node_name("node", name)
-    return parse_squeue(run(["squeue", "--nodelist", name, "--states", "RUNNING,COMPLETING,CONFIGURING",
-                             "--json"], timeout))
+    return parse_squeue(
+        run(["squeue", "--nodelist", name, "--states", "RUNNING,COMPLETING,CONFIGURING", "--json"], timeout)
+    )
 
 
 def requeue(job_ids: Sequence[int], timeout: float = DEFAULT_TIMEOUT) -> None:

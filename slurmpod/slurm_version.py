@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurmpod.errors import BadInput
+from slurmpod.well_known import ENV_SLURM_VERSION
+
 log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class SlurmVersion:
@@ -15,15 +20,17 @@ class SlurmVersion:
     minor: int
 
     @classmethod
-    def parse(cls, text: str) -> SlurmVersion:
-        parts = text.strip().split(".")
-        return cls(int(parts[0]), int(parts[1]))
+    def parse(cls, text: str, field: str = ENV_SLURM_VERSION) -> SlurmVersion:
+        """'24.11', '25.05.1' or a Debian upstream version such as '24.11.5'; BadInput otherwise."""
+        match = re.fullmatch(r"([0-9]{2})\.([0-9]{2})(\.[0-9A-Za-z~+.-]*)?", text.strip())
+        if not match:
+            raise BadInput.one(field, text, "not a Slurm version (MAJOR.MINOR[.MICRO], e.g. 24.11)")
+        return cls(int(match[1]), int(match[2]))
 
     @property
     def node_topology(self) -> bool:
         """Nodes take `Topology=` from 25.05 (topology.yaml). Ref: https://slurm.schedmd.com/topology.yaml.html"""
         return (self.major, self.minor) >= (25, 5)
-
 
 
 DPKG_STATUS = Path("/var/lib/dpkg/status")
@@ -44,13 +51,14 @@ def from_dpkg_status(text: str) -> str | None:
 
 
 def detect(env: Mapping[str, str], status: Path = DPKG_STATUS) -> SlurmVersion:
-    raw = env.get("SLURMPOD_SLURM_VERSION")
-    if not raw:
-        try:
-            raw = from_dpkg_status(status.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            raw = None
+    raw = env.get(ENV_SLURM_VERSION)
+    if raw:
+        return SlurmVersion.parse(raw)
+    try:
+        raw = from_dpkg_status(status.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        raw = None
     if not raw:
         log.info("no Slurm package found; assuming %s", DEFAULT)
         raw = DEFAULT
-    return SlurmVersion.parse(raw)
+    return SlurmVersion.parse(raw, f"{status} Version")

@@ -34,6 +34,7 @@ ENV_CLUSTER_SPEC = "SLURMPOD_CLUSTER_SPEC"  # path of the cluster spec YAML (Con
 ENV_RUN_DIR = "SLURMPOD_RUN_DIR"
 ENV_LOG_FORMAT = "SLURMPOD_LOG_FORMAT"  # text | json
 ENV_TERMINATION_LOG = "SLURMPOD_TERMINATION_LOG"
+ENV_SLURM_VERSION = "SLURMPOD_SLURM_VERSION"  # MAJOR.MINOR; overrides the dpkg lookup (tests, other images)
 
 # --- Files kubelet mounts ---
 # Ref: https://kubernetes.io/docs/tasks/inject-data-application/downward-api-volume-expose-pod-information/
@@ -50,6 +51,7 @@ CLUSTER_SPEC_FILE = "/etc/slurmpod/cluster.yaml"
 # --- Paths inside the images ---
 RUN_DIR = "/run/slurmpod"
 SUPERVISORD_CONF = "supervisord.conf"
+SUPERVISOR_SOCK = "supervisor.sock"  # under RUN_DIR; supervisorctl and the start kick use it
 MUNGE_KEY = "/etc/munge/munge.key"
 # Ref: https://dun.github.io/munge/ (munged(8): default socket path)
 MUNGE_SOCKET = "/run/munge/munge.socket.2"
@@ -76,9 +78,17 @@ LABEL_NODESET = "slurmpod.io/nodeset"  # set by deploy/ on worker pods; becomes 
 ANNOTATION_FEATURES = "slurmpod.io/features"  # set by users: comma-separated extra Slurm Features
 ANNOTATION_WEIGHT = "slurmpod.io/weight"  # set by users: Slurm node Weight
 LABEL_TOPOLOGY = "slurmpod.io/topology"  # generic placement path, e.g. "block1/host3"
+# Set on every pod by deploy/kubernetes/kustomization.yaml (`labels`) and by `slurmpod cluster up`;
+# SLURMPOD_CLUSTER_NAME comes from it through a fieldRef.
+# Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
+LABEL_INSTANCE = "app.kubernetes.io/instance"
 # Emulated-cluster bookkeeping (docker labels set by `slurmpod cluster up`, read by `down`).
 DOCKER_LABEL_CLUSTER = "io.slurmpod.cluster"
 DOCKER_LABEL_ROLE = "io.slurmpod.role"
+# Where `slurmpod cluster up` keeps a cluster's host files (munge key, podinfo, termination logs);
+# default $XDG_STATE_HOME/slurmpod/clusters (~/.local/state/slurmpod/clusters).
+# Ref: https://specifications.freedesktop.org/basedir-spec/latest/
+ENV_STATE_DIR = "SLURMPOD_STATE_DIR"
 
 # --- Slurm node reasons ---
 # Drains slurmpod sets carry this prefix; it only ever clears reasons that start with it.
