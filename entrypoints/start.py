@@ -134,6 +134,9 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     node = None
     if spec is not None:
         files.append(OutFile(wk.SLURM_CONF, render.slurm_conf(spec, pod.name)))
+        # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
+        # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
+        files.append(OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n"))
         if spec.cgroups:
             files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
         dirs.append(OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700))
@@ -158,6 +161,8 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
         ]
         dirs += _homes()
     else:  # login
+        # sackd caches the configless files here for client commands. Ref: https://slurm.schedmd.com/sackd.html
+        dirs.append(OutDir("/run/slurm", 0, 0, 0o755))
         progs += [programs.sackd(auth, pod.controller), programs.sshd()]
         dirs += _homes()
 

@@ -1,0 +1,229 @@
+"""`slurmpod cluster up|down|status`: pods from deploy/kubernetes, run as Docker containers.
+
+Exit codes: 0 success, 1 the cluster did not come up (diagnostics printed), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, TextIO
+
+from slurmpod import well_known as wk
+from slurmpod.cluster import manifests, network, podspec, runtime, slurmstate, state
+from slurmpod.cluster.plan import PodPlan
+from slurmpod.errors import PermanentError, SlurmpodError, TransientError
+
+log = logging.getLogger(__name__)
+
+POLL_S = 2.0
+QUERY_TIMEOUT_S = 20
+LOG_TAIL_LINES = 30
+DEFAULT_UP_TIMEOUT_S = 180.0  # `demo` (cli.py gives `cluster up --timeout` its own default)
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A running cluster: its pods by role."""
+
+    name: str
+    root: Path
+    controller: str
+    login: str
+    workers: tuple[str, ...]
+    seconds: float = 0.0
+
+    @classmethod
+    def from_plans(cls, name: str, root: Path, plans: Sequence[PodPlan], seconds: float = 0.0) -> Cluster:
+        by_role = {r: [p.name for p in plans if p.role == r] for r in wk.ROLES}
+        workers = tuple(by_role["worker"])
+        return cls(name, root, by_role["controller"][0], by_role["login"][0], workers, seconds)
+
+
+def attach(client: Any, name: str) -> Cluster | None:
+    """The cluster ``name`` if its controller and login pods run; None otherwise."""
+    pods = runtime.statuses(client, name, state.state_dir(name))
+    running = {r: [s.name for s in pods if s.role == r and s.state == "running"] for r in wk.ROLES}
+    if not running["controller"] or not running["login"] or not running["worker"]:
+        return None
+    return Cluster(name, state.state_dir(name), running["controller"][0], running["login"][0],
+                   tuple(running["worker"]))
+
+
+def _node_resources() -> tuple[Fraction, Fraction]:
+    """This host's CPUs and memory: what kubelet reports as allocatable for a pod without limits."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return Fraction(os.cpu_count() or 1), Fraction(memory)
+
+
+def slurm_query(client: Any, pods: Sequence[str], argv: Sequence[str]) -> runtime.ExecResult:
+    """Run a Slurm client command in the first of ``pods`` that has it (controller, then login)."""
+    result = runtime.ExecResult(-1, "", "no pod to ask")
+    for pod in pods:
+        result = runtime.exec_in(client, pod, argv, timeout_s=QUERY_TIMEOUT_S)
+        if result.code not in {126, 127}:  # not found / not executable: try the next pod
+            return result
+    return result
+
+
+def diagnostics(client: Any, name: str, root: Path, out: TextIO) -> None:
+    """State, termination message and log tail of every pod."""
+    for st in runtime.statuses(client, name, root):
+        print(f"--- {st.name}: {st.state} health={st.health or '-'} restarts={st.restarts} "
+              f"exit={st.exit_code}", file=out)
+        if st.message:
+            print(f"termination message: {st.message}", file=out)
+        if st.probe:
+            print(f"last readiness check: {st.probe}", file=out)
+        print(runtime.logs_tail(client, st.name, LOG_TAIL_LINES).rstrip(), file=out)
+
+
+def wait_idle(client: Any, cluster: Cluster, timeout_s: float, out: TextIO) -> None:
+    """Until every worker is IDLE in Slurm and every pod is Ready (`kubectl wait --for=condition=Ready`)."""
+    deadline = time.monotonic() + timeout_s
+    askers = [cluster.controller, cluster.login]
+    last = ""
+    while True:
+        pods = runtime.statuses(client, cluster.name, cluster.root)
+        crashed = [s for s in pods if s.state in {"exited", "dead"} or s.restarts >= runtime.CRASH_RESTARTS]
+        if crashed:
+            names = ", ".join(f"{s.name} ({s.state}, exit {s.exit_code}, {s.restarts} restarts)"
+                              for s in crashed)
+            raise PermanentError(f"pods crashed: {names}")
+        result = slurm_query(client, askers, ["scontrol", "show", "nodes", "--json"])
+        waiting: dict[str, str]
+        if result.code == 0:
+            try:
+                waiting = dict(slurmstate.not_idle(cluster.workers, slurmstate.parse_nodes(result.stdout)))
+            except TransientError as exc:
+                waiting = {"*": str(exc)}
+        else:
+            waiting = {"*": f"scontrol exit {result.code}: {(result.stderr or result.stdout).strip()[:200]}"}
+        for s in pods:
+            if not s.ready:
+                waiting[s.name] = f"not ready ({s.state}, {s.health}: {s.probe or 'no check yet'})"
+        if not waiting:
+            return
+        summary = ", ".join(f"{k}: {v}" for k, v in sorted(waiting.items()))
+        if summary != last:
+            print(f"waiting: {summary}", file=out, flush=True)
+            last = summary
+        if time.monotonic() > deadline:
+            raise TransientError(f"cluster not ready after {timeout_s:.0f}s: {summary}")
+        time.sleep(POLL_S)
+
+
+def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys.stdout) -> Cluster:
+    """Create network, volumes, files and pods; wait until every worker is IDLE."""
+    started = time.monotonic()
+    podspec.validate_params(name, workers)
+    bundle = manifests.load(manifests.default_dir())
+    client = runtime.connect()
+    existing = runtime.find(client, name)
+    if not existing.empty:
+        raise PermanentError(f"cluster {name!r} already exists ({len(existing.containers)} pods); "
+                             f"`slurmpod cluster down --name {name}` first")
+    cpu, memory = _node_resources()
+    subnet = network.choose_subnet(name, runtime.taken_subnets(client))
+    params = podspec.ClusterParams(
+        name=name, subnet=subnet, cluster_uid=uuid.uuid4(), created=datetime.now(UTC),
+        node_cpu=cpu, node_memory=memory, flavor=flavor, workers=workers)
+    plans = podspec.plan_cluster(bundle, params, os.urandom)
+    missing = runtime.missing_images(client, [p.image for p in plans])
+    if missing:
+        raise PermanentError(f"images missing: {', '.join(missing)}; build them with "
+                             f"`slurmpod images build --flavor {flavor}`")
+    root = state.state_dir(name)
+    state.remove(root)
+    cluster = Cluster.from_plans(name, root, plans)
+    try:
+        state.write(root, [f for p in plans for f in p.files])
+        runtime.create_network(client, params)
+        runtime.create_volumes(client, name, plans)
+        print(f"network {params.network} {params.subnet} (internal bridge, gateway {params.gateway})",
+              file=out)
+        for i, plan in enumerate(plans):
+            runtime.create_pod(client, plan, params, root)
+            client.api.start(plan.name)
+            print(f"pod {plan.name} {plan.ip} {plan.image}", file=out, flush=True)
+            following = plans[i + 1] if i + 1 < len(plans) else None
+            if plan.wait_ready and plan.readiness and following and following.statefulset == plan.statefulset:
+                runtime.wait_healthy(client, plan.name, timeout_s)
+        wait_idle(client, cluster, timeout_s - (time.monotonic() - started), out)
+    except (SlurmpodError, runtime.DockerError) as exc:
+        print(f"\ncluster {name!r} did not come up; pods:", file=sys.stderr)
+        diagnostics(client, name, root, sys.stderr)
+        print(f"\nleft running for inspection; remove with `slurmpod cluster down --name {name}`",
+              file=sys.stderr)
+        if isinstance(exc, SlurmpodError):
+            raise
+        raise PermanentError(f"Docker refused: {exc}") from exc
+    return Cluster.from_plans(name, root, plans, time.monotonic() - started)
+
+
+def down(name: str, out: TextIO = sys.stdout) -> list[str]:
+    """Remove every Docker object labelled for ``name`` and its state dir; idempotent."""
+    client = runtime.connect()
+    removed = runtime.remove_all(client, name)
+    if state.remove(state.state_dir(name)):
+        removed.append(f"state {state.state_dir(name)}")
+    for item in removed:
+        print(f"removed {item}", file=out)
+    if not removed:
+        print(f"cluster {name!r}: nothing to remove", file=out)
+    return removed
+
+
+def status(name: str, out: TextIO = sys.stdout) -> int:
+    """Pods (name, state, IP) and sinfo; 1 when the cluster has no pods."""
+    client = runtime.connect()
+    root = state.state_dir(name)
+    pods = runtime.statuses(client, name, root)
+    if not pods:
+        print(f"cluster {name!r}: no pods", file=out)
+        return 1
+    print(f"{'POD':<32} {'STATE':<11} {'READY':<10} {'RESTARTS':>8}  IP", file=out)
+    for st in pods:
+        print(f"{st.name:<32} {st.state:<11} {st.health or '-':<10} {st.restarts:>8}  {st.ip}", file=out)
+    for st in pods:
+        if st.state != "running" or st.restarts:
+            print(f"\n{st.name}: {st.state}, last exit code {st.exit_code}", file=out)
+            print(f"  termination message: {st.message or '(empty)'}", file=out)
+        if st.probe and not st.ready:
+            print(f"\n{st.name}: not ready: {st.probe}", file=out)
+    running = [s.name for s in pods if s.state == "running" and s.role in {"controller", "login"}]
+    if running:
+        result = slurm_query(client, running, ["sinfo"])
+        print("\n" + (result.stdout or result.stderr).rstrip(), file=out)
+    return 0
+
+
+def print_sinfo(cluster: Cluster, out: TextIO = sys.stdout) -> None:
+    client = runtime.connect()
+    result = slurm_query(client, [cluster.controller, cluster.login], ["sinfo"])
+    print((result.stdout or result.stderr).rstrip(), file=out)
+
+
+def main(args: argparse.Namespace) -> int:
+    command = args.cluster_command
+    if command == "up":
+        cluster = up(args.name, args.flavor, args.workers, args.timeout)
+        print(f"cluster {cluster.name!r} up in {cluster.seconds:.1f}s: {len(cluster.workers)} workers IDLE")
+        print_sinfo(cluster)
+        print(f"shell: docker exec -it {cluster.login} su - {wk.DEMO_USER}")
+        return 0
+    if command == "down":
+        down(args.name)
+        return 0
+    if command == "status":
+        return status(args.name)
+    raise PermanentError(f"unknown cluster command {command!r}")

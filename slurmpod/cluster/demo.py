@@ -1,0 +1,131 @@
+"""`slurmpod demo`: build images if missing, bring a cluster up, run jobs as a researcher.
+
+From the login pod, as user researcher (uid 2000): `srun -N2 hostname`, then a 20-task
+`sbatch --array` job writing one file per task to the shared /home; prints outputs and sinfo.
+Ref: https://slurm.schedmd.com/job_array.html (%A = array job id, %a = task id in --output)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from slurmpod import well_known as wk
+from slurmpod.cluster import cli, runtime
+from slurmpod.errors import PermanentError
+
+ARRAY_TASKS = 20
+HOME = f"/home/{wk.DEMO_USER}"
+OUT_DIR = f"{HOME}/slurmpod-demo"
+BUILD_TIMEOUT_S = 3600
+JOB_TIMEOUT_S = 300
+SRUN_TIMEOUT_S = 120
+_TASK_LINE = re.compile(r"task (?P<task>\d+) of (?P<job>\d+) ran on (?P<host>\S+)")
+
+
+@dataclass(frozen=True, slots=True)
+class DemoResult:
+    srun_hosts: tuple[str, ...]
+    job_id: str
+    tasks: tuple[tuple[int, str], ...]  # (task id, worker pod), sorted by task id
+
+
+def ensure_images(flavor: str, out: TextIO) -> None:
+    """Build the flavor's images with `slurmpod images build` when any role image is missing."""
+    client = runtime.connect()
+    missing = runtime.missing_images(client, [f"slurmpod/{role}:{flavor}" for role in wk.ROLES])
+    if not missing:
+        return
+    print(f"images missing for {', '.join(missing)}: building flavor {flavor}", file=out, flush=True)
+    proc = subprocess.run([sys.executable, "-m", "slurmpod.cli", "images", "build", "--flavor", flavor],
+                          check=False, timeout=BUILD_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise PermanentError(f"`slurmpod images build --flavor {flavor}` failed (exit {proc.returncode})")
+
+
+def _as_researcher(client: Any, pod: str, argv: Sequence[str], timeout_s: float) -> runtime.ExecResult:
+    env = {"HOME": HOME, "USER": wk.DEMO_USER, "LOGNAME": wk.DEMO_USER}
+    return runtime.exec_in(client, pod, argv, timeout_s=timeout_s, user=wk.DEMO_USER, workdir=HOME, env=env)
+
+
+def _check(result: runtime.ExecResult, what: str) -> str:
+    if result.code != 0:
+        detail = (result.stderr + result.stdout).strip()[-800:]
+        raise PermanentError(f"{what} failed (exit {result.code}): {detail}")
+    return result.stdout
+
+
+def ensure_home(client: Any, login: str) -> None:
+    """Create the researcher's home on the shared /home when the entrypoint has not."""
+    script = (f"test -d {HOME} || install -d -o {wk.DEMO_UID} -g {wk.DEMO_UID} -m 0755 {HOME}")
+    _check(runtime.exec_in(client, login, ["sh", "-c", script], timeout_s=30), f"creating {HOME}")
+
+
+def parse_tasks(text: str) -> list[tuple[int, str, str]]:
+    """(task, job, host) of every array output line."""
+    return [(int(m["task"]), m["job"], m["host"]) for m in _TASK_LINE.finditer(text)]
+
+
+def run_jobs(client: Any, cluster: cli.Cluster, out: TextIO) -> DemoResult:
+    login = cluster.login
+    ensure_home(client, login)
+    print(f"\n$ srun -N2 hostname        # in {login}, as {wk.DEMO_USER}", file=out, flush=True)
+    srun = _check(_as_researcher(client, login, ["srun", "-N2", "hostname"], SRUN_TIMEOUT_S),
+                  "srun -N2 hostname")
+    print(srun.rstrip(), file=out)
+    hosts = tuple(sorted(line.strip() for line in srun.splitlines() if line.strip()))
+    if len(set(hosts)) != 2 or not set(hosts) <= set(cluster.workers):
+        raise PermanentError(f"srun -N2 ran on {hosts}, expected two of {cluster.workers}")
+
+    wrap = 'echo "task ${SLURM_ARRAY_TASK_ID} of ${SLURM_ARRAY_JOB_ID} ran on $(hostname)"'
+    sbatch = ["sbatch", "--parsable", f"--array=0-{ARRAY_TASKS - 1}", "--job-name=slurmpod-demo",
+              f"--output={OUT_DIR}/array-%A_%a.out", f"--wrap={wrap}"]
+    print(f"\n$ {shlex.join(sbatch)}", file=out, flush=True)
+    _check(_as_researcher(client, login, ["mkdir", "-p", OUT_DIR], 30), f"mkdir {OUT_DIR}")
+    job_id = _check(_as_researcher(client, login, sbatch, 60), "sbatch").strip().split(";")[0]
+    print(f"submitted array job {job_id}", file=out, flush=True)
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while True:
+        # squeue lists pending/running tasks only; empty (or the job already purged) means done.
+        queued = _as_researcher(client, login, ["squeue", "-h", "-j", job_id, "-o", "%i %T"], 30)
+        if queued.code != 0 or not queued.stdout.strip():
+            break
+        if time.monotonic() > deadline:
+            raise PermanentError(f"array job {job_id} still queued after {JOB_TIMEOUT_S}s:\n{queued.stdout}")
+        time.sleep(1)
+    files = _check(_as_researcher(client, login, ["sh", "-c", f"cat {OUT_DIR}/array-{job_id}_*.out"], 30),
+                   "reading the array outputs")
+    tasks = sorted((t, host) for t, job, host in parse_tasks(files) if job == job_id)
+    if [t for t, _ in tasks] != list(range(ARRAY_TASKS)):
+        raise PermanentError(f"array job {job_id}: outputs for tasks {[t for t, _ in tasks]}, "
+                             f"expected 0..{ARRAY_TASKS - 1}:\n{files}")
+    print(f"\n$ cat {OUT_DIR}/array-{job_id}_*.out   # {ARRAY_TASKS} files on the shared /home", file=out)
+    for task, host in tasks:
+        print(f"task {task} of {job_id} ran on {host}", file=out)
+    return DemoResult(hosts, job_id, tuple(tasks))
+
+
+def main(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    ensure_images(args.flavor, out)
+    client = runtime.connect()
+    cluster = cli.attach(client, args.name)
+    if cluster is None:
+        cluster = cli.up(args.name, args.flavor, args.workers, cli.DEFAULT_UP_TIMEOUT_S, out)
+        print(f"cluster {args.name!r} up in {cluster.seconds:.1f}s", file=out)
+    else:
+        print(f"reusing running cluster {args.name!r}", file=out)
+        cli.wait_idle(client, cluster, cli.DEFAULT_UP_TIMEOUT_S, out)
+    run_jobs(client, cluster, out)
+    print("\n$ sinfo", file=out)
+    cli.print_sinfo(cluster, out)
+    print(f"\nshell in the login pod:  docker exec -it {cluster.login} su - {wk.DEMO_USER}", file=out)
+    print(f"tear down:               slurmpod cluster down --name {args.name}   (or: make clean)", file=out)
+    return 0

@@ -1,0 +1,105 @@
+"""The Kubernetes manifests in deploy/kubernetes, read the way kustomize would list them.
+
+The emulator runs these very files: kustomization.yaml names the resources and the namespace;
+its namePrefix and instance label are replaced by the cluster name given to `slurmpod cluster up`.
+Ref: https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slurmpod.errors import BadInput, PermanentError, Problem
+
+KUSTOMIZATION = "kustomization.yaml"
+DEFAULT_NAMESPACE = "default"  # what kubectl uses when neither the manifest nor kustomize sets one
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One Kubernetes object as written in a manifest file."""
+
+    source: str  # file name, for error messages
+    body: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    """Every object of a kustomization, in the order of its ``resources`` list."""
+
+    namespace: str
+    documents: tuple[Document, ...]
+
+    def of_kind(self, kind: str) -> tuple[Document, ...]:
+        return tuple(d for d in self.documents if d.kind == kind)
+
+    def find(self, kind: str, name: str) -> Document | None:
+        return next((d for d in self.documents if d.kind == kind and d.name == name), None)
+
+
+def default_dir() -> Path:
+    """deploy/kubernetes of the source tree this package runs from (editable installs link to it)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "deploy" / "kubernetes"
+        if (candidate / KUSTOMIZATION).is_file():
+            return candidate
+    raise PermanentError(f"deploy/kubernetes/{KUSTOMIZATION} not found above {here}; "
+                         "run from a source checkout")
+
+
+def _load_yaml(path: Path) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+    except OSError as exc:
+        raise BadInput.one("manifest", str(path), f"cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise BadInput.one("manifest", str(path), f"not YAML: {exc}") from None
+
+
+def load(directory: Path) -> Bundle:
+    """Read the kustomization in ``directory`` and every resource file it lists."""
+    kust_docs = _load_yaml(directory / KUSTOMIZATION)
+    if len(kust_docs) != 1 or not isinstance(kust_docs[0], dict):
+        raise BadInput.one(KUSTOMIZATION, str(directory), "expected one Kustomization mapping")
+    kust = kust_docs[0]
+    resources = kust.get("resources")
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        raise BadInput.one(f"{KUSTOMIZATION}.resources", str(resources), "expected a list of file names")
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    for resource in resources:
+        for index, body in enumerate(_load_yaml(directory / resource)):
+            where = f"{resource}[{index}]"
+            if not isinstance(body, dict):
+                problems.append(Problem(where, str(body)[:40], "expected a mapping"))
+                continue
+            meta = body.get("metadata")
+            if not body.get("kind") or not body.get("apiVersion") or not isinstance(meta, dict):
+                problems.append(Problem(where, str(body.get("kind")), "needs apiVersion, kind, metadata"))
+                continue
+            if not isinstance(meta.get("name"), str) or not meta["name"]:
+                problems.append(Problem(f"{where}.metadata.name", str(meta.get("name")), "required"))
+                continue
+            documents.append(Document(resource, body))
+    if problems:
+        raise BadInput(problems)
+    namespace = kust.get("namespace") or DEFAULT_NAMESPACE
+    return Bundle(namespace=str(namespace), documents=tuple(documents))

@@ -1,0 +1,385 @@
+"""A small interpreter of the StatefulSet/PodSpec fields deploy/kubernetes uses -> PodPlans.
+
+Only the fields listed here are understood; any other field is an error naming it, so the
+manifests we ship stay the ones the emulator runs. Fields deliberately ignored say why.
+readinessProbe becomes the container's Docker health check (Ready = healthy);
+terminationGracePeriodSeconds becomes Docker's stop timeout; lifecycle.preStop is kept in the
+plan but not run: `cluster down` removes pods at once, as a forced delete would.
+Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/
+Ref: https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import math
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from slurmpod import well_known as wk
+from slurmpod.cluster import quantity
+from slurmpod.cluster.downward import PodMeta, field_value
+from slurmpod.cluster.expansion import expand
+from slurmpod.cluster.manifests import Bundle, Document
+from slurmpod.cluster.plan import HostFile, Mount, MountKind, PodPlan, Probe
+from slurmpod.cluster.volumes import VolumeContext, plan_volumes, resolve_secret
+from slurmpod.errors import BadInput, Problem
+
+# spec.nodeName of every emulated pod: they all run on this one Docker host.
+EMULATED_NODE_NAME = "kind-node-0"
+DEFAULT_GRACE_SECONDS = 30  # Ref: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/
+DEFAULT_TERMINATION_LOG = wk.TERMINATION_LOG
+CLUSTER_DOMAIN = "svc.cluster.local"
+# Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+MAX_CLUSTER_NAME = 40  # leaves room for "-controller-NN" within a 63-character DNS label
+MAX_WORKERS = 64
+# kubelet's cgroup v1 cpu.shares from requests.cpu: milli * 1024 / 1000, at least 2.
+# Ref: https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares)
+MIN_SHARES = 2
+
+STS_FIELDS = frozenset({"serviceName", "replicas", "podManagementPolicy", "selector", "template",
+                        "volumeClaimTemplates"})
+POD_FIELDS = frozenset({"containers", "volumes", "terminationGracePeriodSeconds",
+                        "automountServiceAccountToken", "enableServiceLinks"})
+POD_IGNORED = {"dnsConfig": "Docker's embedded DNS resolves bare pod names on the cluster network"}
+CONTAINER_FIELDS = frozenset({"name", "image", "command", "args", "env", "resources", "readinessProbe",
+                              "lifecycle", "volumeMounts", "securityContext", "terminationMessagePath",
+                              "workingDir"})
+CONTAINER_IGNORED = {
+    "ports": "a bridge network exposes every port between pods",
+    "imagePullPolicy": "images are local; nothing is pulled",
+    "livenessProbe": "Docker restarts a container only when it exits, not on a failed check",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterParams:
+    """Everything about one emulated cluster that is not in the manifests."""
+
+    name: str
+    subnet: ipaddress.IPv4Network
+    cluster_uid: uuid.UUID
+    created: datetime
+    node_cpu: Fraction  # node allocatable, what resourceFieldRef reports for a missing limit
+    node_memory: Fraction  # bytes
+    flavor: str | None = None  # rewrites the tag of slurmpod/* images
+    workers: int | None = None  # replicas of the StatefulSet whose pods have role "worker"
+    node_name: str = EMULATED_NODE_NAME
+
+    @property
+    def gateway(self) -> str:
+        """The bridge's address; pods see it as status.hostIP."""
+        return str(next(self.subnet.hosts()))
+
+    @property
+    def network(self) -> str:
+        return f"{self.name}-net"
+
+
+def termination_log_path(pod: str) -> str:
+    """The host file (relative to the state dir) behind a pod's terminationMessagePath."""
+    return f"pods/{pod}/termination-log"
+
+
+def validate_params(name: str, workers: int | None) -> None:
+    problems = []
+    if len(name) > MAX_CLUSTER_NAME or not _DNS_LABEL.fullmatch(name):
+        problems.append(Problem("--name", name, f"must be a DNS label of at most {MAX_CLUSTER_NAME} chars"))
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        problems.append(Problem("--workers", str(workers), f"must be 1..{MAX_WORKERS}"))
+    if problems:
+        raise BadInput(problems)
+
+
+def _unknown(obj: Mapping[str, Any], allowed: frozenset[str], ignored: Mapping[str, str], field: str,
+             problems: list[Problem]) -> None:
+    for key in obj:
+        if key not in allowed and key not in ignored:
+            problems.append(Problem(f"{field}.{key}", str(obj[key])[:40], "not interpreted by the emulator"))
+
+
+def _image(image: str, flavor: str | None) -> str:
+    """slurmpod/<role>:<tag> with the tag replaced by the flavor."""
+    if flavor is None or not image.startswith("slurmpod/"):
+        return image
+    return image.rsplit(":", 1)[0] + ":" + flavor
+
+
+def _resources(container: Mapping[str, Any], params: ClusterParams, field: str,
+               problems: list[Problem]) -> dict[str, Fraction | None]:
+    """limits.cpu/memory and requests.cpu/memory as the API server defaults them (requests <- limits)."""
+    res = container.get("resources") or {}
+    _unknown(res, frozenset({"limits", "requests"}), {}, f"{field}.resources", problems)
+    out: dict[str, Fraction | None] = {}
+    for kind in ("limits", "requests"):
+        section = res.get(kind) or {}
+        for key in section:
+            if key not in {"cpu", "memory"}:
+                problems.append(Problem(f"{field}.resources.{kind}.{key}", str(section[key]), "not emulated"))
+        for key in ("cpu", "memory"):
+            raw = section.get(key)
+            where = f"{field}.resources.{kind}.{key}"
+            try:
+                out[f"{kind}.{key}"] = None if raw is None else quantity.parse(where, raw)
+            except BadInput as exc:
+                problems.extend(exc.problems)
+                out[f"{kind}.{key}"] = None
+    for key in ("cpu", "memory"):  # Ref: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/
+        if out[f"requests.{key}"] is None:
+            out[f"requests.{key}"] = out[f"limits.{key}"]
+    return out
+
+
+def _resource_value(ref: Mapping[str, Any], container: str, res: Mapping[str, Fraction | None], *,
+                    params: ClusterParams, field: str, problems: list[Problem]) -> str | None:
+    """A resourceFieldRef: ceil(value / divisor); a missing limit reads as node allocatable."""
+    name = str(ref.get("resource"))
+    if name not in res:
+        problems.append(Problem(f"{field}.resource", name, "the emulator serves limits/requests cpu/memory"))
+        return None
+    if ref.get("containerName") not in (None, container):
+        problems.append(Problem(f"{field}.containerName", str(ref.get("containerName")), "no such container"))
+        return None
+    value = res[name]
+    if value is None and name.startswith("limits"):
+        # Ref: https://kubernetes.io/docs/concepts/workloads/pods/downward-api/#fallback-information-for-resource-limits
+        value = params.node_cpu if name.endswith("cpu") else params.node_memory
+    elif value is None:
+        value = Fraction(0)
+    try:
+        divisor = quantity.parse(f"{field}.divisor", ref.get("divisor", "1"))
+        return str(quantity.divide_ceil(value, divisor))
+    except BadInput as exc:
+        problems.extend(exc.problems)
+        return None
+
+
+def _env(container: Mapping[str, Any], meta: PodMeta, res: Mapping[str, Fraction | None], *,
+         params: ClusterParams, field: str, problems: list[Problem]) -> list[tuple[str, str]]:
+    """The container's env in order; values expand $(VAR) over the variables defined before them."""
+    env: dict[str, str] = {}
+    for i, item in enumerate(container.get("env") or []):
+        where = f"{field}.env[{i}]"
+        name = str(item.get("name", ""))
+        if "value" in item:
+            env[name] = expand(str(item["value"]), env)
+            continue
+        source = item.get("valueFrom") or {}
+        if "fieldRef" in source:
+            path = str(source["fieldRef"].get("fieldPath", ""))
+            value = field_value(meta, path, for_volume=False)
+            if value is None:
+                problems.append(Problem(f"{where}.valueFrom.fieldRef.fieldPath", path, "not served in env"))
+                continue
+            env[name] = value
+        elif "resourceFieldRef" in source:
+            got = _resource_value(source["resourceFieldRef"], str(container.get("name")), res, params=params,
+                                  field=f"{where}.valueFrom.resourceFieldRef", problems=problems)
+            if got is not None:
+                env[name] = got
+        elif not source:
+            env[name] = ""  # EnvVar.value defaults to ""
+        else:
+            problems.append(Problem(f"{where}.valueFrom", ",".join(source), "not interpreted here"))
+    return list(env.items())
+
+
+def _probe(raw: Mapping[str, Any] | None, field: str, problems: list[Problem]) -> Probe | None:
+    if raw is None:
+        return None
+    allowed = frozenset({"exec", "initialDelaySeconds", "periodSeconds", "timeoutSeconds",
+                         "failureThreshold", "successThreshold"})
+    _unknown(raw, allowed, {}, field, problems)
+    command = (raw.get("exec") or {}).get("command")
+    if not command:
+        problems.append(Problem(f"{field}.exec.command", str(command), "only exec probes are emulated"))
+        return None
+    return Probe(
+        command=tuple(str(c) for c in command),
+        initial_delay_s=int(raw.get("initialDelaySeconds", 0)),
+        period_s=int(raw.get("periodSeconds", 10)),
+        timeout_s=int(raw.get("timeoutSeconds", 1)),
+        failure_threshold=int(raw.get("failureThreshold", 3)),
+    )
+
+
+def _pre_stop(container: Mapping[str, Any], field: str, problems: list[Problem]) -> tuple[str, ...] | None:
+    lifecycle = container.get("lifecycle") or {}
+    _unknown(lifecycle, frozenset({"preStop"}), {}, f"{field}.lifecycle", problems)
+    pre = lifecycle.get("preStop")
+    if pre is None:
+        return None
+    command = (pre.get("exec") or {}).get("command")
+    if not command:
+        problems.append(Problem(f"{field}.lifecycle.preStop", str(pre), "only exec hooks are emulated"))
+        return None
+    return tuple(str(c) for c in command)
+
+
+def _capabilities(container: Mapping[str, Any], field: str,
+                  problems: list[Problem]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    sc = container.get("securityContext") or {}
+    _unknown(sc, frozenset({"capabilities"}), {}, f"{field}.securityContext", problems)
+    caps = sc.get("capabilities") or {}
+    _unknown(caps, frozenset({"add", "drop"}), {}, f"{field}.securityContext.capabilities", problems)
+    return tuple(str(c) for c in caps.get("add") or ()), tuple(str(c) for c in caps.get("drop") or ())
+
+
+def _revision_hash(template: Mapping[str, Any]) -> str:
+    """A stand-in for the StatefulSet controller's controller-revision-hash (stable per template)."""
+    return hashlib.sha256(json.dumps(template, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    params: ClusterParams
+    bundle: Bundle
+    secrets: Mapping[str, Mapping[str, bytes]]
+
+
+def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[Problem]) -> list[PodPlan]:
+    params, bundle = shared.params, shared.bundle
+    field = doc.where
+    spec = doc.body.get("spec") or {}
+    _unknown(spec, STS_FIELDS, {}, f"{field}.spec", problems)
+    template = spec.get("template") or {}
+    tmeta = template.get("metadata") or {}
+    pod = template.get("spec") or {}
+    pfield = f"{field}.spec.template.spec"
+    _unknown(tmeta, frozenset({"labels", "annotations"}), {}, f"{field}.spec.template.metadata", problems)
+    _unknown(pod, POD_FIELDS, POD_IGNORED, pfield, problems)
+    for flag in ("automountServiceAccountToken", "enableServiceLinks"):
+        if pod.get(flag) is not False:  # the emulator mounts no token and injects no Service env
+            problems.append(Problem(f"{pfield}.{flag}", str(pod.get(flag)), "must be false (not emulated)"))
+    template_labels = {str(k): str(v) for k, v in (tmeta.get("labels") or {}).items()}
+    selector = (spec.get("selector") or {}).get("matchLabels") or {}
+    for k, v in selector.items():
+        if template_labels.get(k) != v:  # the API server rejects such a StatefulSet
+            problems.append(Problem(f"{field}.spec.selector.matchLabels.{k}", str(v), "not a template label"))
+    service = str(spec.get("serviceName", ""))
+    if bundle.find("Service", service) is None:
+        problems.append(Problem(f"{field}.spec.serviceName", service, "no such Service in the manifests"))
+    containers = pod.get("containers") or []
+    if len(containers) != 1:
+        problems.append(Problem(f"{pfield}.containers", str(len(containers)), "the emulator runs one"))
+        return []
+    container = containers[0]
+    cfield = f"{pfield}.containers[0]"
+    _unknown(container, CONTAINER_FIELDS, CONTAINER_IGNORED, cfield, problems)
+    role = template_labels.get(wk.LABEL_ROLE, "")
+    if role not in wk.ROLES:
+        where = f"{field}.spec.template.metadata.labels.{wk.LABEL_ROLE}"
+        problems.append(Problem(where, role, "no such role"))
+    replicas = int(spec.get("replicas", 1))
+    if role == "worker" and params.workers is not None:
+        replicas = params.workers
+    policy = spec.get("podManagementPolicy", "OrderedReady")
+    if policy not in {"OrderedReady", "Parallel"}:
+        problems.append(Problem(f"{field}.spec.podManagementPolicy", str(policy), "unknown policy"))
+    grace = int(pod.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
+    prefix = f"{params.name}-"
+    sts_name = prefix + doc.name
+    res = _resources(container, params, cfield, problems)
+    readiness = _probe(container.get("readinessProbe"), f"{cfield}.readinessProbe", problems)
+    pre_stop = _pre_stop(container, cfield, problems)
+    cap_add, cap_drop = _capabilities(container, cfield, problems)
+    revision = f"{sts_name}-{_revision_hash(template)}"
+    claim_names = [str((t.get("metadata") or {}).get("name")) for t in spec.get("volumeClaimTemplates") or []]
+    cpu_limit, mem_limit, cpu_request = res["limits.cpu"], res["limits.memory"], res["requests.cpu"]
+
+    plans = []
+    for ordinal in range(replicas):
+        name = f"{sts_name}-{ordinal}"
+        if not ips:
+            problems.append(Problem("--workers", str(replicas), "more pods than the cluster subnet holds"))
+            break
+        ip = ips.pop(0)
+        labels = {**template_labels, wk.LABEL_INSTANCE: params.name,
+                  "statefulset.kubernetes.io/pod-name": name, "apps.kubernetes.io/pod-index": str(ordinal),
+                  "controller-revision-hash": revision}
+        # kubelet records where and when it first saw the pod; they show in the annotations file.
+        # Ref: https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/types/pod_update.go
+        annotations = {**{str(k): str(v) for k, v in (tmeta.get("annotations") or {}).items()},
+                       "kubernetes.io/config.seen": params.created.isoformat(),
+                       "kubernetes.io/config.source": "api"}
+        meta = PodMeta(name=name, namespace=bundle.namespace, uid=str(uuid.uuid5(params.cluster_uid, name)),
+                       node_name=params.node_name, pod_ip=ip, host_ip=params.gateway, labels=labels,
+                       annotations=annotations)
+        env = _env(container, meta, res, params=params, field=cfield, problems=problems)
+        env_map = dict(env)
+        command = container.get("command")
+        args = container.get("args")
+        ctx = VolumeContext(prefix=prefix, pod=meta, bundle=bundle, secrets=shared.secrets,
+                            claim_templates={c: f"{c}-{name}" for c in claim_names},
+                            stamp=f"..{params.created:%Y_%m_%d_%H_%M_%S.%f}")
+        vols = plan_volumes(ctx, pod.get("volumes") or [], container.get("volumeMounts") or [], pfield,
+                            problems)
+        term_log = str(container.get("terminationMessagePath", DEFAULT_TERMINATION_LOG))
+        # kubelet binds an empty, world-writable host file there and reads it when the container ends.
+        # Ref: https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/
+        term_file = HostFile(termination_log_path(name), mode=0o666)
+        term_mount = Mount(MountKind.BIND, term_file.path, term_log, False)
+        plans.append(PodPlan(
+            name=name,
+            statefulset=sts_name,
+            ordinal=ordinal,
+            role=role,
+            namespace=bundle.namespace,
+            uid=meta.uid,
+            ip=ip,
+            image=_image(str(container.get("image", "")), params.flavor),
+            aliases=(f"{name}.{prefix}{service}",
+                     f"{name}.{prefix}{service}.{bundle.namespace}.{CLUSTER_DOMAIN}"),
+            labels=tuple(sorted(labels.items())),
+            annotations=tuple(sorted(annotations.items())),
+            env=tuple(env),
+            entrypoint=None if command is None else tuple(expand(str(c), env_map) for c in command),
+            command=None if args is None else tuple(expand(str(a), env_map) for a in args),
+            working_dir=container.get("workingDir"),
+            mounts=(*vols.mounts, term_mount),
+            files=(*vols.files, term_file),
+            volumes=vols.volumes,
+            nano_cpus=None if cpu_limit is None else math.ceil(cpu_limit * 10**9),
+            mem_limit=None if mem_limit is None else math.ceil(mem_limit),
+            cpu_shares=max(MIN_SHARES, math.floor((cpu_request or 0) * 1024)),
+            cap_add=cap_add,
+            cap_drop=cap_drop,
+            readiness=readiness,
+            pre_stop=pre_stop,
+            stop_timeout_s=grace,
+            termination_log=term_log,
+            wait_ready=policy == "OrderedReady",
+        ))
+    return plans
+
+
+def plan_cluster(bundle: Bundle, params: ClusterParams,
+                 generate: Callable[[int], bytes]) -> tuple[PodPlan, ...]:
+    """Every pod of every StatefulSet, in manifest order, each with a fixed IP on the cluster subnet.
+
+    ``generate(n)`` supplies n random bytes for each empty Secret value (once per Secret key).
+    """
+    validate_params(params.name, params.workers)
+    problems: list[Problem] = []
+    secrets = {d.name: resolve_secret(d.body, d.where, generate, problems) for d in bundle.of_kind("Secret")}
+    hosts = [str(h) for h in params.subnet.hosts()]
+    ips = [h for h in hosts if h != params.gateway]
+    shared = _Shared(params, bundle, secrets)
+    plans: list[PodPlan] = []
+    for doc in bundle.of_kind("StatefulSet"):
+        plans.extend(_statefulset(doc, shared, ips, problems))
+    for doc in bundle.documents:
+        if doc.kind not in {"StatefulSet", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim"}:
+            problems.append(Problem(doc.where, doc.kind, "kind not interpreted by the emulator"))
+    if problems:
+        raise BadInput(dict.fromkeys(problems))  # each pod of a StatefulSet repeats its template's problems
+    return tuple(plans)
+

@@ -1,0 +1,61 @@
+"""One emulated cluster for the whole session: `slurmpod cluster up --name sptest --workers 2`.
+
+The flavor comes from SLURMPOD_TEST_FLAVOR (default 24.11); missing images are built first with
+`slurmpod images build`. No Docker engine is a test FAILURE, never a skip. The cluster's host
+files live in a session temp dir (SLURMPOD_STATE_DIR), and `cluster down` runs at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clusterkit import NAME, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
+
+from slurmpod import well_known as wk
+from slurmpod.cluster import cli, demo, runtime
+from slurmpod.errors import PermanentError
+
+
+@pytest.fixture(scope="session")
+def flavor() -> str:
+    return os.environ.get("SLURMPOD_TEST_FLAVOR", "24.11")
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    try:
+        return runtime.connect()
+    except PermanentError as exc:
+        pytest.fail(f"these tests need a running Docker engine: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def session(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    demo.ensure_images(flavor, sys.stderr)
+    state_root = tmp_path_factory.mktemp("cluster-state")
+    env = {**os.environ, wk.ENV_STATE_DIR: str(state_root)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(wk.ENV_STATE_DIR, str(state_root))  # for the in-process helpers (cli.attach)
+        run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)  # leftovers of an aborted run
+        up = run_slurmpod(env, "cluster", "up", "--name", NAME, "--workers", str(WORKERS), "--flavor", flavor,
+                          "--timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 120)
+        try:
+            if up.returncode != 0:
+                pytest.fail(f"cluster up failed (exit {up.returncode}):\n{up.stdout}\n{up.stderr}",
+                            pytrace=False)
+            cluster = cli.attach(docker_client, NAME)
+            assert cluster is not None, up.stdout
+            sys.stderr.write(up.stdout)
+            yield Session(cluster, docker_client, flavor, env)
+        finally:
+            run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def state_dir(session: Session) -> Path:
+    return Path(session.env[wk.ENV_STATE_DIR]) / NAME
