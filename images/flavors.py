@@ -1,0 +1,125 @@
+"""The flavor table: which Debian suite, Python and Slurm each image flavor is built from.
+
+A flavor names the Slurm release series; everything else (suite, Python, apt packages) follows
+from it. Package names were checked against the Debian mirror's Packages files for both suites
+(trixie: Slurm 24.11.5, Python 3.13; forky: Slurm 26.05.5, Python 3.14; both have sackd).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slurmpod import well_known
+from slurmpod.errors import BadInput
+
+BASE = "base"
+ROLES: tuple[str, ...] = well_known.ROLES  # controller, worker, login
+ALL_IMAGES: tuple[str, ...] = (BASE, *ROLES)
+
+# debootstrap scripts live here; bookworm's debootstrap has no `forky` script, and Debian's
+# testing suites all use the `sid` script. Ref: debootstrap(8), SCRIPT argument.
+DEBOOTSTRAP_SCRIPTS = "/usr/share/debootstrap/scripts"
+
+# Installed in the base image, before the Slurm packages (which need a sysusers provider):
+# systemd-standalone-sysusers satisfies `systemd | systemd-standalone-sysusers | systemd-sysusers`
+# without pulling all of systemd into the image.
+BASE_PACKAGES: tuple[str, ...] = (
+    "bash",
+    "procps",
+    "iproute2",
+    "python3",
+    "systemd-standalone-sysusers",
+    "munge",
+    # scontrol/sinfo: every role's probes, prestop and health checks talk to slurmctld with them,
+    # and it brings slurm-wlm-basic-plugins + libslurm, shared by all roles from one layer.
+    "slurm-client",
+)
+
+# Third-party Python wheels installed into the venv of the base image (from the host wheelhouse).
+PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py")
+
+
+@dataclass(frozen=True, slots=True)
+class Flavor:
+    """One buildable flavor. Every field is a fact of the Debian suite it is built from."""
+
+    name: str
+    """The flavor name users type: the Slurm major.minor series, e.g. ``24.11``."""
+    suite: str
+    """Debian codename debootstrap and apt use."""
+    python: str
+    """Debian's python3 in that suite (major.minor); the wheelhouse targets it."""
+    debootstrap_script: str | None
+    """Script name under DEBOOTSTRAP_SCRIPTS passed as debootstrap's 4th argument, or None."""
+    apt_check_valid_until: bool
+    """False writes ``Acquire::Check-Valid-Until "false";`` into the base image's apt.conf.d:
+    the mirror's Release file for a testing suite on a snapshot mirror has an expired
+    Valid-Until date, and apt refuses it without this. Ref: apt.conf(5), Acquire::Check-Valid-Until."""
+    has_sackd: bool
+    """Whether the suite ships the `sackd` package (auth/slurm without munge on login nodes)."""
+
+    @property
+    def python_tag(self) -> str:
+        """``py313`` style tag naming the wheelhouse cache directory."""
+        return "py" + self.python.replace(".", "")
+
+    @property
+    def debootstrap_script_path(self) -> str | None:
+        if self.debootstrap_script is None:
+            return None
+        return f"{DEBOOTSTRAP_SCRIPTS}/{self.debootstrap_script}"
+
+    def role_packages(self, role: str) -> tuple[str, ...]:
+        """apt packages a role image adds on top of the base image."""
+        if role == "controller":
+            return ("slurmctld",)
+        if role == "worker":
+            return ("slurmd", "openssh-server", "libpam-slurm-adopt")
+        if role == "login":
+            return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server")
+        if role == BASE:
+            return BASE_PACKAGES
+        raise BadInput.one("role", role, f"expected one of {', '.join(ALL_IMAGES)}")
+
+
+FLAVORS: dict[str, Flavor] = {
+    "24.11": Flavor(
+        name="24.11",
+        suite="trixie",
+        python="3.13",
+        debootstrap_script=None,
+        apt_check_valid_until=True,
+        has_sackd=True,
+    ),
+    "26.05": Flavor(
+        name="26.05",
+        suite="forky",
+        python="3.14",
+        debootstrap_script="sid",
+        apt_check_valid_until=False,
+        has_sackd=True,
+    ),
+}
+DEFAULT_FLAVOR = "24.11"
+
+
+def get(name: str) -> Flavor:
+    try:
+        return FLAVORS[name]
+    except KeyError:
+        raise BadInput.one("flavor", name, f"expected one of {', '.join(sorted(FLAVORS))}") from None
+
+
+def repository(role: str, prefix: str = well_known.IMAGE_REPOSITORY_PREFIX) -> str:
+    """``slurmpod/worker``: the local repository name of a role's image."""
+    return f"{prefix}{role}"
+
+
+def tags(flavor: Flavor, version: str) -> tuple[str, str]:
+    """The two tags every image gets: ``<flavor>`` and ``<flavor>-<slurmpod version>``."""
+    return (flavor.name, f"{flavor.name}-{version}")
+
+
+def rootfs_image(flavor: Flavor, prefix: str = well_known.IMAGE_REPOSITORY_PREFIX) -> str:
+    """Name of the debootstrapped root file system imported into Docker."""
+    return f"{prefix}rootfs:{flavor.suite}"

@@ -1,0 +1,135 @@
+"""What is inside each image: packages and Slurm version, users, Python, sshd, slurmpod, supervisord."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from imagekit import CONTAINER_PREFIX
+
+from slurmpod.images import flavors
+from slurmpod.images.engine import ImageInfo
+from slurmpod.images.flavors import Flavor
+
+pytestmark = [pytest.mark.docker, pytest.mark.image]
+
+ALL = flavors.ALL_IMAGES
+ROLES = flavors.ROLES
+SLURM_PACKAGES = {"slurm-client", "slurm-wlm-basic-plugins", "slurmctld", "slurmd", "sackd",
+                  "libpam-slurm-adopt"}
+# The contract's fixed IDs, spelled out here so a drift in well_known.py fails a test too.
+USERS = {"slurm": (64030, 64030, "/usr/sbin/nologin"), "munge": (64031, 64031, "/usr/sbin/nologin"),
+         "researcher": (2000, 2000, "/bin/bash")}
+DAEMONS = {"controller": ["/usr/sbin/slurmctld"], "worker": ["/usr/sbin/slurmd", "/usr/sbin/sshd"],
+           "login": ["/usr/sbin/sshd", "/usr/bin/sbatch", "/usr/bin/srun"]}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_packages_installed_with_the_flavors_slurm(name: str, hosts: dict[str, Any],
+                                                   flavor: Flavor) -> None:
+    host = hosts[name]
+    wanted = set(flavor.role_packages("base")) | set(flavor.role_packages(name))
+    for pkg in sorted(wanted):
+        assert host.package(pkg).is_installed, f"{pkg} missing from {name}"
+        if pkg in SLURM_PACKAGES:
+            assert host.package(pkg).version.startswith(flavor.name + "."), (pkg, host.package(pkg).version)
+    assert not host.package("systemd").is_installed, "sysusers must come from systemd-standalone-sysusers"
+
+
+@pytest.mark.parametrize("name", ROLES)
+def test_role_daemons_present(name: str, hosts: dict[str, Any]) -> None:
+    for path in DAEMONS[name]:
+        assert hosts[name].file(path).is_file, path
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_users_have_the_fixed_ids(name: str, hosts: dict[str, Any]) -> None:
+    host = hosts[name]
+    for user, (uid, gid, shell) in USERS.items():
+        u = host.user(user)
+        assert (u.uid, u.gid, u.shell) == (uid, gid, shell), user
+        assert host.group(user).gid == gid
+    assert host.user("researcher").home == "/home/researcher"
+    assert not host.file("/home/researcher").exists, "/home is a volume: no home in the image"
+
+
+def test_user_entries_identical_in_every_image(hosts: dict[str, Any]) -> None:
+    def entries(name: str) -> tuple[str, ...]:
+        cmd = "getent passwd slurm munge researcher; getent group slurm munge researcher"
+        out = hosts[name].check_output(cmd)
+        return tuple(out.splitlines())
+
+    first = entries("base")
+    assert len(first) == 6
+    for name in ROLES:
+        assert entries(name) == first, name
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_python_venv_and_supervisord(name: str, hosts: dict[str, Any], flavor: Flavor) -> None:
+    host = hosts[name]
+    py = "/opt/slurmpod/bin/python"
+    ver = host.check_output(f"{py} -c 'import sys; print(*sys.version_info[:2], sep=\".\")'")
+    assert ver == flavor.python
+    assert host.run("/opt/slurmpod/bin/python -c 'import jinja2, yaml, supervisor, cffi, pynvml'").rc == 0
+    link = host.file("/usr/local/bin/supervisord")
+    assert link.is_symlink and link.linked_to == "/opt/slurmpod/bin/supervisord"
+    assert host.run("supervisord --version").rc == 0
+    assert not host.package("python3-pip").is_installed
+
+
+@pytest.mark.parametrize("name", ROLES)
+def test_slurmpod_installed_and_runs(name: str, hosts: dict[str, Any]) -> None:
+    host = hosts[name]
+    assert host.run("/opt/slurmpod/bin/python -c 'import slurmpod.cli, slurmpod.well_known'").rc == 0
+    link = host.file("/usr/local/bin/slurmpod")
+    assert link.is_symlink and link.linked_to == "/opt/slurmpod/bin/slurmpod"
+    helped = host.run("slurmpod --help")
+    assert helped.rc == 0 and "entrypoint" in helped.stdout
+
+
+def test_base_has_no_slurmpod(hosts: dict[str, Any]) -> None:
+    # Deliberate: slurmpod is each role's last layer (fast Python-only rebuilds).
+    assert hosts["base"].run("/opt/slurmpod/bin/python -c 'import slurmpod'").rc != 0
+    assert not hosts["base"].file("/usr/local/bin/slurmpod").exists
+
+
+@pytest.mark.parametrize("name", ["worker", "login"])
+def test_sshd_drop_in_is_effective(name: str, hosts: dict[str, Any]) -> None:
+    host = hosts[name]
+    conf = host.file("/etc/ssh/sshd_config.d/slurmpod.conf")
+    assert conf.is_file
+    for line in ("PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin no",
+                 "UsePAM yes"):
+        assert conf.contains(f"^{line}$"), line
+    # What sshd would really run with (host keys made here, in the throw-away container only,
+    # as the entrypoint does at pod start).
+    effective = host.check_output("ssh-keygen -A >/dev/null && mkdir -p /run/sshd && sshd -T")
+    # Keys are lower case up to OpenSSH 10.0 (trixie) and CamelCase in 10.6 (forky).
+    settings = {k.lower(): v for k, v in (ln.split(" ", 1) for ln in effective.splitlines() if " " in ln)}
+    assert settings["passwordauthentication"] == "no"
+    assert settings["kbdinteractiveauthentication"] == "no"
+    assert settings["permitrootlogin"] == "no"
+    assert settings["usepam"] == "yes"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_no_secrets_in_the_file_system(name: str, images: dict[str, ImageInfo], docker_client: Any) -> None:
+    # A fresh container: the sshd test above generates host keys in the shared ones.
+    fresh = docker_client.containers.create(images[name].id, entrypoint=["sh", "-c"],
+                                            command=["ls -A /etc/munge /etc/ssh 2>&1; true"],
+                                            network_disabled=True,
+                                            name=f"{CONTAINER_PREFIX}{name}-secrets-{uuid.uuid4().hex[:8]}")
+    try:
+        fresh.start()
+        assert fresh.wait(timeout=60)["StatusCode"] == 0
+        listing = fresh.logs(stdout=True, stderr=True).decode()
+    finally:
+        fresh.remove(force=True)
+    assert "munge.key" not in listing
+    assert "ssh_host_" not in listing
+
+
+def test_worker_fits_the_size_budget(images: dict[str, ImageInfo]) -> None:
+    assert images["worker"].size <= 450 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"

@@ -1,0 +1,166 @@
+"""Dockerfile layering rules, read from the Dockerfiles themselves (no Docker needed).
+
+The rules: users before packages; apt with --no-install-recommends and lists cleaned in the same
+RUN; secrets (munge key, ssh host keys) deleted in the RUN that creates them; slurmpod installed
+in the last layers of every role image and never in base; the build tool passes exactly the
+ARGs each Dockerfile declares and its context holds every COPY source.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from slurmpod import well_known
+from slurmpod.images import build, flavors
+
+FILESYSTEM = {"RUN", "COPY", "ADD"}
+
+
+@dataclass(frozen=True)
+class Instr:
+    op: str
+    args: str
+
+
+def parse(text: str) -> list[Instr]:
+    """Dockerfile -> instructions: comment lines dropped (also inside continuations),
+    backslash-newline continuations joined. Ref: https://docs.docker.com/reference/dockerfile/#format"""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    out = []
+    for line in joined.splitlines():
+        if line.strip():
+            op, _, args = line.strip().partition(" ")
+            out.append(Instr(op.upper(), " ".join(args.split())))
+    return out
+
+
+def dockerfile(name: str) -> list[Instr]:
+    return parse((build.DOCKERFILES / f"{name}.Dockerfile").read_text())
+
+
+def index(instrs: list[Instr], op: str, needle: str) -> int:
+    hits = [i for i, ins in enumerate(instrs) if ins.op == op and needle in ins.args]
+    assert len(hits) == 1, f"expected one {op} containing {needle!r}, found {len(hits)}"
+    return hits[0]
+
+
+def test_parser_joins_continuations_and_drops_comments() -> None:
+    got = parse("FROM x\n# c\nRUN a \\\n# inside\n    b\nENTRYPOINT [\"y\"]\n")
+    assert got == [Instr("FROM", "x"), Instr("RUN", "a b"), Instr("ENTRYPOINT", '["y"]')]
+
+
+def test_base_creates_users_before_any_package_and_has_no_slurmpod() -> None:
+    base = dockerfile("base")
+    users = index(base, "RUN", "useradd")
+    apt = index(base, "RUN", "apt-get install")
+    assert users < apt
+    assert not [i for i in base if "slurmpod-wheel" in i.args], "base must not contain slurmpod itself"
+    assert "/usr/local/bin/supervisord" in base[index(base, "RUN", "venv")].args
+
+
+@pytest.mark.parametrize("name", flavors.ALL_IMAGES)
+def test_apt_runs_are_lean_and_secret_free(name: str) -> None:
+    for ins in dockerfile(name):
+        if ins.op == "RUN" and "apt-get install" in ins.args:
+            assert "--no-install-recommends" in ins.args
+            assert "apt-get update" in ins.args, "update and install in one layer (no stale lists)"
+            assert "rm -rf /var/lib/apt/lists/*" in ins.args
+            # munge's postinst creates a key; every apt RUN may (re)configure munge.
+            assert "rm -f" in ins.args and "/etc/munge/munge.key" in ins.args
+
+
+@pytest.mark.parametrize("role", ["worker", "login"])
+@pytest.mark.parametrize("flavor", sorted(flavors.FLAVORS))
+def test_ssh_host_keys_removed_in_the_run_installing_openssh(role: str, flavor: str) -> None:
+    assert "openssh-server" in flavors.get(flavor).role_packages(role)
+    apt = dockerfile(role)[index(dockerfile(role), "RUN", "apt-get install")]
+    assert "/etc/ssh/ssh_host_*" in apt.args
+    copy = index(dockerfile(role), "COPY", "sshd_config.d/slurmpod.conf")
+    assert copy > dockerfile(role).index(apt)
+
+
+@pytest.mark.parametrize("role", flavors.ROLES)
+def test_slurmpod_is_the_last_layer_of_every_role(role: str) -> None:
+    instrs = dockerfile(role)
+    layers = [i for i in instrs if i.op in FILESYSTEM]
+    assert layers[-2].op == "COPY" and "slurmpod-wheel/" in layers[-2].args
+    assert layers[-1].op == "RUN" and "/tmp/slurmpod-wheel/slurmpod-*.whl" in layers[-1].args
+    assert "--no-index" in layers[-1].args and "/usr/local/bin/slurmpod" in layers[-1].args
+    apt = index(instrs, "RUN", "apt-get install")
+    assert apt < instrs.index(layers[-2])
+    assert instrs[0] == Instr("ARG", "BASE_IMAGE") and instrs[1] == Instr("FROM", "${BASE_IMAGE}")
+    entry = [i for i in instrs if i.op == "ENTRYPOINT"]
+    assert [json.loads(e.args) for e in entry] == [["slurmpod", "entrypoint", role]]
+
+
+@pytest.mark.parametrize("name", flavors.ALL_IMAGES)
+@pytest.mark.parametrize("flavor", sorted(flavors.FLAVORS))
+def test_build_args_match_declared_args(name: str, flavor: str) -> None:
+    declared = {i.args.split("=")[0]: "=" in i.args for i in dockerfile(name) if i.op == "ARG"}
+    settings = build.BuildSettings(flavor=flavors.get(flavor), images=(), repo=Path("."), build_dir=Path("b"),
+                                   log_file=Path("l"))
+    passed = build.build_args(settings, name, "slurmpod/rootfs:x")
+    assert set(passed) <= set(declared), "an undeclared build-arg makes Docker warn"
+    assert {a for a, has_default in declared.items() if not has_default} <= set(passed)
+
+
+def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
+    forky = build.BuildSettings(flavor=flavors.get("26.05"), images=(), repo=Path("."), build_dir=Path("b"),
+                                log_file=Path("l"))
+    args = build.build_args(forky, "base", "slurmpod/rootfs:forky")
+    assert args["SLURM_UID"] == str(well_known.SLURM_UID) == "64030"
+    assert args["MUNGE_UID"] == str(well_known.MUNGE_UID) == "64031"
+    assert (args["DEMO_USER"], args["DEMO_UID"]) == ("researcher", "2000")
+    assert args["APT_CHECK_VALID_UNTIL"] == "false"
+    assert args["SUITE"] == "forky"
+    assert args["PYTHON_REQUIREMENTS"].split() == list(flavors.PYTHON_REQUIREMENTS)
+    role = build.build_args(forky, "worker", "unused")
+    packages = "slurmd openssh-server libpam-slurm-adopt"
+    assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages}
+
+
+def test_valid_until_option_is_written_to_apt_conf_d() -> None:
+    run = dockerfile("base")[index(dockerfile("base"), "RUN", "Check-Valid-Until")]
+    assert 'if [ "$APT_CHECK_VALID_UNTIL" = false ]' in run.args
+    assert "/etc/apt/apt.conf.d/" in run.args
+
+
+def test_venv_path_is_the_well_known_one() -> None:
+    for name in flavors.ALL_IMAGES:
+        text = (build.DOCKERFILES / f"{name}.Dockerfile").read_text()
+        assert well_known.VENV_DIR + "/bin/python" in text
+
+
+@pytest.mark.parametrize("name", flavors.ALL_IMAGES)
+def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Path) -> None:
+    wheels = tmp_path / "wh"
+    wheels.mkdir()
+    (wheels / "pip-1-py3-none-any.whl").write_bytes(b"x")
+    (wheels / "requirements.txt").write_text("not copied")
+    wheel = tmp_path / "slurmpod-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"x")
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    build.make_context(name, ctx, wheels, wheel)
+    for ins in dockerfile(name):
+        if ins.op == "COPY":
+            source = ins.args.split()[0]
+            assert (ctx / source).exists(), f"{name}: COPY source {source} missing from the context"
+    files = sorted(str(p.relative_to(ctx)) for p in ctx.rglob("*") if p.is_file())
+    expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
+                "controller": ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]}
+    default = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
+    assert files == expected.get(name, default)
+
+
+def test_sshd_drop_in_settings() -> None:
+    text = (build.FILES / "sshd_slurmpod.conf").read_text()
+    settings = dict(ln.split(None, 1) for ln in text.splitlines() if ln and not ln.startswith("#"))
+    assert settings == {"PasswordAuthentication": "no", "KbdInteractiveAuthentication": "no",
+                        "PermitRootLogin": "no", "UsePAM": "yes"}
