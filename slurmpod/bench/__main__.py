@@ -1,0 +1,54 @@
+"""`python -m slurmpod.bench [--out DIR] [--skip-cold] [--flavor F ...]` (what `make bench` runs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from slurmpod.bench import builds, startup
+from slurmpod.bench.report import Report
+from slurmpod.cluster import cli as cluster_cli
+from slurmpod.cluster import runtime
+from slurmpod.images import build as image_build
+from slurmpod.images.flavors import get as get_flavor
+
+BENCH_CLUSTER = "spbench"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m slurmpod.bench", description=__doc__)
+    parser.add_argument("--out", default="bench-results")
+    parser.add_argument("--flavor", action="append", help="flavors to build (default 24.11 and 26.05)")
+    parser.add_argument("--skip-cold", action="store_true", help="skip the cold builds (they run debootstrap)")
+    parser.add_argument("--trials", type=int, default=5)
+    args = parser.parse_args(argv)
+    flavors = args.flavor or ["24.11", "26.05"]
+    repo = image_build.find_repo()
+    report = Report()
+    for flavor in flavors:
+        if not args.skip_cold:
+            builds.cold_build(report, flavor, get_flavor(flavor).suite, repo)
+        builds.rebuild_after_python_change(report, flavor, repo)
+        builds.sizes(report, flavor)
+
+    client = runtime.connect()
+    cluster_cli.down(BENCH_CLUSTER)
+    started = time.monotonic()
+    cluster = cluster_cli.up(BENCH_CLUSTER, flavors[0], workers=2, timeout_s=300)
+    report.notes.append(f"cluster up ({flavors[0]}, 2 workers) took {time.monotonic() - started:.1f} s")
+    try:
+        startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
+        startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
+                        workers=list(cluster.workers))
+    finally:
+        cluster_cli.down(BENCH_CLUSTER)
+    json_path, md_path = report.write(Path(args.out))
+    print(md_path.read_text(encoding="utf-8"))
+    print(f"wrote {json_path} and {md_path}")
+    return 0 if all(f.ok is not False for f in report.figures) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

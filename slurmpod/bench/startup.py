@@ -1,0 +1,113 @@
+"""Pod start to IDLE, and preStop to drained-and-requeued, each beside a bare-Slurm baseline.
+
+Both sides run in the same cluster, the same image and the same pod plan from deploy/; only the
+container command differs. Trials alternate between the two so background noise hits both alike.
+IDLE is observed by a loop inside the controller pod (sinfo every 10 ms) that records the time;
+the host's clock and the pods' are the same kernel clock.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from slurmpod import well_known as wk
+from slurmpod.bench.report import Figure, Report, median
+from slurmpod.cluster import lifecycle, runtime
+from slurmpod.errors import TransientError
+
+START_FLOOR_RATIO = 1.5  # issue: start-to-IDLE at most 1.5x a bare slurmd
+PRESTOP_FLOOR_S = 5.0  # issue: preStop to drained-and-requeued at most 5 s
+IDLE_TIMEOUT_S = 60
+
+# The baseline: what a hand-written pod would do with the same image — install the key, start munged,
+# exec a dynamic slurmd whose only --conf is the nodeset feature. No supervision, no rendering.
+BARE_SLURMD = (
+    f"install -o munge -g munge -m 0400 {wk.MUNGE_KEY_SECRET} /etc/munge/munge.key"
+    " && install -d -o munge -g munge /run/munge /var/lib/munge /var/log/munge"
+    " && runuser -u munge -- /usr/sbin/munged"
+    " && exec /usr/sbin/slurmd -D -Z --conf-server $SLURMPOD_CONTROLLER:6817 --conf Features=workers"
+)
+
+
+def _sh(client: Any, pod: str, script: str, timeout_s: float = 30) -> runtime.ExecResult:
+    return runtime.exec_in(client, pod, ["bash", "-c", script], timeout_s=timeout_s)
+
+
+def _time_to_idle(client: Any, cluster: str, controller: str, ordinal: int, patch: lifecycle.PodPatch) -> float:
+    plan = lifecycle.plan_pod(client, cluster, "worker", ordinal, patch)
+    node, mark = plan.name, f"/tmp/bench-idle-{plan.name}"
+    watch = (f"rm -f {mark}; until sinfo -h -n {node} -t idle -o %n 2>/dev/null | grep -qx {node}; "
+             f"do sleep 0.01; done; date +%s.%N > {mark}")
+    ex = client.api.exec_create(controller, ["timeout", str(IDLE_TIMEOUT_S), "bash", "-c", watch])
+    client.api.exec_start(ex["Id"], detach=True)
+    time.sleep(0.2)  # the watcher is polling before the pod exists
+    started = time.time()
+    lifecycle.start_pod(client, cluster, plan)
+    deadline = time.monotonic() + IDLE_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            done = _sh(client, controller, f"cat {mark} 2>/dev/null")
+            if done.code == 0 and done.stdout.strip():
+                return float(done.stdout.strip()) - started
+            time.sleep(0.25)
+        raise TransientError(f"{node} not IDLE after {IDLE_TIMEOUT_S} s")
+    finally:
+        lifecycle.delete_pod(client, cluster, node, run_prestop=False, grace_s=5)
+        _sh(client, controller, f"scontrol delete nodename={node} || true")
+
+
+def start_to_idle(report: Report, client: Any, cluster: str, controller: str, trials: int = 5) -> None:
+    ours: list[float] = []
+    bare: list[float] = []
+    bare_patch = lifecycle.PodPatch(command=("bash",), args=("-c", BARE_SLURMD))
+    for i in range(trials):
+        ours.append(_time_to_idle(client, cluster, controller, 20 + 2 * i, lifecycle.PodPatch()))
+        bare.append(_time_to_idle(client, cluster, controller, 21 + 2 * i, bare_patch))
+    value, base = median(ours), median(bare)
+    report.add(Figure(f"worker pod start to IDLE (median of {trials})", "s", value, base,
+                      "bare slurmd -Z + munged, same image", f"<= {START_FLOOR_RATIO}x baseline",
+                      value <= START_FLOOR_RATIO * base, tuple(ours), tuple(bare)))
+
+
+def _running_job(client: Any, login: str, worker: str) -> int:
+    sub = runtime.exec_in(client, login, ["sbatch", "--parsable", "--requeue", "-w", worker, "-o", "/dev/null",
+                                          "--wrap", "sleep 600"], timeout_s=30, user=wk.DEMO_USER,
+                          workdir=f"/home/{wk.DEMO_USER}")
+    if sub.code != 0:
+        raise TransientError(f"sbatch failed: {sub.stderr.strip()}")
+    job = int(sub.stdout.strip().split(";")[0])
+    for _ in range(200):
+        st = runtime.exec_in(client, login, ["squeue", "-h", "-j", str(job), "-o", "%T %N"], timeout_s=10)
+        if st.stdout.split()[:2] == ["RUNNING", worker]:
+            return job
+        time.sleep(0.1)
+    raise TransientError(f"job {job} did not start on {worker}")
+
+
+def _drained_and_requeued(client: Any, controller: str, worker: str, job: int) -> bool:
+    out = _sh(client, controller, f"sinfo -h -n {worker} -o %T; squeue -h -j {job} -o %T").stdout.split()
+    return len(out) >= 2 and out[0].startswith("drain") and out[1] != "RUNNING"
+
+
+def prestop(report: Report, client: Any, cluster: str, *, controller: str, login: str, workers: list[str]) -> None:
+    """Our preStop hook vs the same two scontrol calls typed by hand, each with a running batch job."""
+    ours_w, bare_w = workers[0], workers[1]
+    job = _running_job(client, login, ours_w)
+    started = time.monotonic()
+    hook = runtime.exec_in(client, ours_w, ["slurmpod", "prestop"], timeout_s=60)
+    ours = time.monotonic() - started
+    ok = hook.code == 0 and _drained_and_requeued(client, controller, ours_w, job)
+    _sh(client, controller, f"scancel {job}")
+
+    job2 = _running_job(client, login, bare_w)
+    started = time.monotonic()
+    _sh(client, controller, f"scontrol update nodename={bare_w} state=drain reason=bench && scontrol requeue {job2}")
+    while not _drained_and_requeued(client, controller, bare_w, job2) and time.monotonic() - started < 60:
+        time.sleep(0.05)
+    bare = time.monotonic() - started
+    _sh(client, controller, f"scancel {job2}; scontrol update nodename={bare_w} state=resume")
+    report.add(Figure("preStop hook: drain + requeue + job gone + slurmd stopped", "s", ours, bare,
+                      "scontrol drain + requeue by hand", f"<= {PRESTOP_FLOOR_S:.0f} s",
+                      ok and ours <= PRESTOP_FLOOR_S))
+    lifecycle.replace_pod(client, cluster, ours_w, run_prestop=False)
