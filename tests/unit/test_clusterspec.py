@@ -1,0 +1,152 @@
+"""The cluster spec (controller ConfigMap): defaults, a full spec, and every problem reported at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import podkit
+import pytest
+import yaml
+
+from slurmpod.entrypoints import cluster_spec
+from slurmpod.entrypoints.cluster_spec import ClusterSpec, NodeSetSpec, PartitionSpec
+from slurmpod.errors import BadInput
+
+
+def test_empty_document_gives_defaults() -> None:
+    assert cluster_spec.parse({}) == ClusterSpec(
+        cluster_name="slurmpod",
+        auth="munge",
+        select="cons_tres",
+        topology_plugin="none",
+        max_nodes=1024,
+        node_timeout_seconds=300,
+        cgroups=False,
+        partitions=(PartitionSpec("main", ("workers",), True, 1, "OFF", 0, "INFINITE"),),
+        nodesets=(NodeSetSpec("workers", "workers"),),
+        extra_lines=(),
+    )
+
+
+def test_contract_example() -> None:
+    spec = cluster_spec.parse(yaml.safe_load(podkit.SPEC_BASIC))
+    assert spec == cluster_spec.parse({})
+
+
+def test_full_spec() -> None:
+    spec = cluster_spec.parse(yaml.safe_load(podkit.SPEC_PREEMPT))
+    assert (spec.cluster_name, spec.topology_plugin, spec.max_nodes, spec.node_timeout_seconds, spec.cgroups) == (
+        "gpu-farm",
+        "block",
+        512,
+        600,
+        True,
+    )
+    assert spec.nodesets == (NodeSetSpec("h100", "h100"), NodeSetSpec("cpu", "cpu-only"))
+    assert spec.partitions == (
+        PartitionSpec("train", ("h100",), True, 1, "REQUEUE", 120, "7-00:00:00"),
+        PartitionSpec("inference", ("h100",), False, 10, "OFF", 0, "60"),
+        PartitionSpec("cpu", ("cpu",), False, 1, "OFF", 0, "INFINITE"),
+    )
+    assert spec.extra_lines == ("# site additions", "HealthCheckInterval=300")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("INFINITE", "INFINITE"),
+        ("UNLIMITED", "UNLIMITED"),
+        (60, "60"),
+        ("1-12", "1-12"),
+        ("2:30:00", "2:30:00"),
+        ("7-00:00:00", "7-00:00:00"),
+    ],
+    ids=["infinite", "unlimited", "minutes-int", "days-hours", "h-m-s", "d-h-m-s"],
+)
+def test_max_time(value: object, expected: str) -> None:
+    doc = {"partitions": [{"name": "p", "nodesets": ["workers"], "maxTime": value}]}
+    assert cluster_spec.parse(doc).partitions[0].max_time == expected
+
+
+def test_preempt_mode_case_insensitive_and_nodeset_feature_defaults_to_name() -> None:
+    doc = {"nodesets": [{"name": "gpu"}], "partitions": [{"name": "p", "nodesets": ["gpu"], "preemptMode": "requeue"}]}
+    spec = cluster_spec.parse(doc)
+    assert spec.partitions[0].preempt_mode == "REQUEUE"
+    assert spec.nodesets == (NodeSetSpec("gpu", "gpu"),)
+
+
+def test_every_problem_at_once() -> None:
+    doc: dict[str, Any] = {
+        "clusterName": "a b",
+        "auth": "kerberos",
+        "bogus": 1,
+        "nodesets": [{"name": "w", "feature": "x&y", "color": "red"}, "not-a-map"],
+        "partitions": [
+            {"name": "p1", "nodesets": ["nope"], "default": True, "preemptMode": "MAYBE"},
+            {"name": "p2", "nodesets": ["w"], "default": "yes", "graceTime": -1},
+        ],
+        "extraLines": ["ok", "two\nlines", 3],
+    }
+    with pytest.raises(BadInput) as err:
+        cluster_spec.parse(doc)
+    fields = [p.field for p in err.value.problems]
+    assert fields == [
+        "bogus",
+        "clusterName",
+        "auth",
+        "nodesets[0].color",
+        "nodesets[0].feature",
+        "nodesets[1]",
+        "partitions[0].nodesets",
+        "partitions[0].preemptMode",
+        "partitions[1].nodesets",
+        "partitions[1].default",
+        "partitions[1].graceTime",
+        "extraLines[1]",
+        "extraLines[2]",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"nodesets": "workers"}, "nodesets"),
+        ({"partitions": {"name": "main"}}, "partitions"),
+        ({"extraLines": "MaxJobCount=5"}, "extraLines"),
+        ({"nodeTimeoutSeconds": 5}, "nodeTimeoutSeconds"),
+        ({"select": "cons_res"}, "select"),
+        ({"partitions": [{"name": "p", "nodesets": []}]}, "partitions[0].nodesets"),
+        ({"partitions": [{"name": "p", "nodesets": ["workers"], "priorityTier": 65534}]}, "partitions[0].priorityTier"),
+    ],
+    ids=[
+        "nodesets-not-list",
+        "partitions-not-list",
+        "extra-lines-not-list",
+        "node-timeout-too-short",
+        "select-removed-plugin",
+        "partition-without-nodesets",
+        "priority-tier-too-big",
+    ],
+)
+def test_refused(doc: dict[str, Any], field: str) -> None:
+    with pytest.raises(BadInput) as err:
+        cluster_spec.parse(doc)
+    assert field in [p.field for p in err.value.problems]
+
+
+def test_load(tmp_path: Path) -> None:
+    f = tmp_path / "cluster.yaml"
+    f.write_text(podkit.SPEC_PREEMPT)
+    assert cluster_spec.load(f).cluster_name == "gpu-farm"
+    f.write_text("")
+    assert cluster_spec.load(f) == cluster_spec.parse({})
+
+
+def test_load_yaml_error_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "cluster.yaml"
+    f.write_text("partitions:\n  - {name: [\n")
+    with pytest.raises(BadInput) as err:
+        cluster_spec.load(f)
+    assert "\n" not in str(err.value)
+    assert err.value.problems[0].value == str(f)

@@ -1,0 +1,179 @@
+"""Values bound for Slurm and supervisord config: every validator accepts the real thing, refuses the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurmpod import confvalues
+from slurmpod.errors import BadInput
+
+Check = Callable[[str, str], str]
+
+GOOD: list[tuple[Check, str, str]] = [
+    (confvalues.node_name, "slurmpod-worker-0", "node-pod-name"),
+    (confvalues.node_name, "a", "node-one-char"),
+    (confvalues.node_name, "w" * 63, "node-63-chars"),
+    (confvalues.host, "slurmpod-controller-0", "host-name"),
+    (confvalues.host, "ctl.slurm.svc.cluster.local:6817", "host-fqdn-port"),
+    (confvalues.host, "10.0.0.1", "host-ip"),
+    (confvalues.feature, "h100", "feature-plain"),
+    (confvalues.feature, "nvlink_4.0-x", "feature-punct"),
+    (confvalues.name, "main", "name-plain"),
+    (confvalues.name, "Gpu_Farm.2", "name-mixed"),
+    (confvalues.token, "/var/spool/slurmctld", "token-path"),
+    (confvalues.token, "gpu:h100:8,mps:100", "token-gres"),
+    (confvalues.path, "/run/slurmpod", "path-run"),
+]
+
+BAD: list[tuple[Check, str, str]] = [
+    (confvalues.node_name, "", "node-empty"),
+    (confvalues.node_name, "Worker-0", "node-upper"),
+    (confvalues.node_name, "worker_0", "node-underscore"),
+    (confvalues.node_name, "-worker", "node-leading-dash"),
+    (confvalues.node_name, "worker-", "node-trailing-dash"),
+    (confvalues.node_name, "w" * 64, "node-64-chars"),
+    (confvalues.node_name, "worker-0\n", "node-trailing-newline"),
+    (confvalues.node_name, "a.b", "node-dot"),
+    (confvalues.host, "", "host-empty"),
+    (confvalues.host, "ctl host", "host-space"),
+    (confvalues.host, "ctl:port", "host-bad-port"),
+    (confvalues.host, "ctl;reboot", "host-semicolon"),
+    (confvalues.feature, "", "feature-empty"),
+    (confvalues.feature, "a,b", "feature-comma"),
+    (confvalues.feature, "a&b", "feature-and"),
+    (confvalues.feature, "a|b", "feature-or"),
+    (confvalues.feature, "!a", "feature-not"),
+    (confvalues.feature, "a*2", "feature-count"),
+    (confvalues.feature, "[a]", "feature-bracket"),
+    (confvalues.feature, "a:b", "feature-colon"),
+    (confvalues.feature, "a b", "feature-space"),
+    (confvalues.feature, "f" * 65, "feature-too-long"),
+    (confvalues.name, "a b", "name-space"),
+    (confvalues.name, "a=b", "name-assign"),
+    (confvalues.name, "a#b", "name-comment"),
+    (confvalues.name, '"a"', "name-quotes"),
+    (confvalues.name, ".hidden", "name-leading-dot"),
+    (confvalues.token, "", "token-empty"),
+    (confvalues.token, "a b", "token-space"),
+    (confvalues.token, "a=b", "token-assign"),
+    (confvalues.token, "a#b", "token-comment"),
+    (confvalues.token, "a\tb", "token-tab"),
+    (confvalues.path, "run/slurmpod", "path-relative"),
+    (confvalues.path, "/run/slurm pod", "path-space"),
+    (confvalues.path, "/run/%(here)s", "path-percent"),
+    (confvalues.path, "/run\n[program:x]", "path-newline"),
+]
+
+
+@pytest.mark.parametrize(("check", "value"), [g[:2] for g in GOOD], ids=[g[2] for g in GOOD])
+def test_accepts(check: Check, value: str) -> None:
+    assert check("field", value) == value
+
+
+@pytest.mark.parametrize(("check", "value"), [b[:2] for b in BAD], ids=[b[2] for b in BAD])
+def test_refuses_naming_field_and_value(check: Check, value: str) -> None:
+    with pytest.raises(BadInput) as err:
+        check("THE_FIELD", value)
+    (problem,) = err.value.problems
+    assert problem.field == "THE_FIELD"
+    assert problem.value == value
+    assert str(err.value).startswith("THE_FIELD=")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(5, 5), ("5", 5), (" 7 ", 7), ("+3", 3), ("-2", -2), ("0", 0)],
+    ids=["int", "str", "padded", "plus", "negative", "zero"],
+)
+def test_integer_accepts(value: object, expected: int) -> None:
+    assert confvalues.integer("n", value, -10, 10) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (True, "not an integer"),
+        ("1.5", "not an integer"),
+        ("1e3", "not an integer"),
+        ("0x10", "not an integer"),
+        ("", "not an integer"),
+        ("5 6", "not an integer"),
+        ("٣", "not an integer"),  # Arabic-Indic three: int() would take it, Slurm would not
+        (1.0, "not an integer"),
+        (None, "not an integer"),
+        ("11", "out of range"),
+        (-11, "out of range"),
+        ("9" * 21, "not an integer"),
+    ],
+    ids=[
+        "bool",
+        "decimal",
+        "exponent",
+        "hex",
+        "empty",
+        "two-numbers",
+        "non-ascii-digit",
+        "float",
+        "none",
+        "above",
+        "below",
+        "too-many-digits",
+    ],
+)
+def test_integer_refuses(value: object, reason: str) -> None:
+    with pytest.raises(BadInput, match=reason):
+        confvalues.integer("n", value, -10, 10)
+
+
+def test_quoted_text() -> None:
+    assert confvalues.quoted_text("reason", "slurmpod: gpu 3 lost") == '"slurmpod: gpu 3 lost"'
+    for bad in ('say "hi"', "two\nlines", "bell\a", "x" * 256):
+        with pytest.raises(BadInput):
+            confvalues.quoted_text("reason", bad)
+
+
+def test_kv_line_joins_pairs() -> None:
+    line = confvalues.kv_line([("NodeName", "w-0"), ("Reason", '"a b"'), ("Features", "x,y")])
+    assert line == 'NodeName=w-0 Reason="a b" Features=x,y'
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [("Bad Key", "1")],
+        [("", "1")],
+        [("Key=", "1")],
+        [("Features", "a b")],
+        [("Features", '"a\nb"')],
+        [("Features", "a#b")],
+        [("Features", "a\rb")],
+    ],
+    ids=["key-space", "key-empty", "key-assign", "value-space", "value-newline-quoted", "value-hash", "value-cr"],
+)
+def test_kv_line_tripwire(pairs: list[tuple[str, str]]) -> None:
+    with pytest.raises(ValueError):
+        confvalues.kv_line(pairs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_validated_values_are_one_token(value: str) -> None:
+    """Whatever passes a validator is a single whitespace-free token without '=', '#' or quotes."""
+    for check in (
+        confvalues.node_name,
+        confvalues.host,
+        confvalues.feature,
+        confvalues.name,
+        confvalues.token,
+        confvalues.path,
+    ):
+        try:
+            ok = check("f", value)
+        except BadInput:
+            continue
+        assert ok.split() == [ok]
+        assert not set(ok) & set("=#\"'\n\r\\")

@@ -1,0 +1,84 @@
+"""Run scripts for supervisord: valid bash, the munge wait only with auth/munge, argv quoted, daemon exec'd."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+
+from slurmpod.entrypoints import programs
+from slurmpod.entrypoints.render import Program
+
+ALL = {
+    "munged": programs.munged(),
+    "slurmctld-munge": programs.slurmctld("munge"),
+    "slurmctld-slurm": programs.slurmctld("slurm"),
+    "slurmd": programs.slurmd("munge", "ctl", "CPUs=2 RealMemory=100"),
+    "sackd": programs.sackd("slurm", "ctl:7817"),
+    "sshd": programs.sshd(),
+    "task": programs.slurmpod_task("clear-stale-drain", ["daemon", "clear-stale-drain"], restart=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_script_is_valid_bash_that_execs(name: str) -> None:
+    prog = ALL[name]
+    assert prog.script.startswith("#!/bin/bash\n")
+    assert prog.script.endswith("\n")
+    subprocess.run(["bash", "-n"], input=prog.script, text=True, check=True, timeout=10)
+    last = prog.script.rstrip("\n").splitlines()[-1]
+    assert last.startswith("exec /usr/")  # supervisord's signals reach the daemon itself
+    assert f"[{prog.name}] " in prog.script  # log lines carry the program name
+
+
+@pytest.mark.parametrize(
+    ("prog", "waits"),
+    [
+        (ALL["slurmctld-munge"], True),
+        (ALL["slurmctld-slurm"], False),
+        (ALL["slurmd"], True),
+        (ALL["sackd"], False),
+        (ALL["munged"], False),
+    ],
+    ids=["slurmctld-munge", "slurmctld-slurm", "slurmd-munge", "sackd-slurm", "munged"],
+)
+def test_munge_wait_only_for_munge(prog: Program, waits: bool) -> None:
+    assert ("/run/munge/munge.socket.2" in prog.script) is waits
+
+
+def _argv(prog: Program) -> list[str]:
+    return shlex.split(prog.script.rstrip("\n").splitlines()[-1])[1:]
+
+
+def test_slurmd_argv() -> None:
+    conf = "CPUs=2 Features=a,b Weight=5"
+    assert _argv(programs.slurmd("munge", "ctl", conf)) == [
+        "/usr/sbin/slurmd",
+        "-D",
+        "-Z",
+        "--conf-server",
+        "ctl:6817",
+        "--conf",
+        conf,
+    ]
+    assert _argv(programs.slurmd("munge", "ctl:7000", conf))[4] == "ctl:7000"
+
+
+def test_sackd_argv() -> None:
+    assert _argv(programs.sackd("munge", "ctl")) == ["/usr/sbin/sackd", "-D", "--conf-server", "ctl:6817"]
+
+
+def test_quoting_keeps_shell_metacharacters_inert() -> None:
+    nasty = "a'b; rm -rf / $(x) `y`"
+    prog = programs.slurmd("munge", "ctl", nasty)
+    assert _argv(prog)[-1] == nasty
+    assert len(prog.script.splitlines()) == len(ALL["slurmd"].script.splitlines())
+
+
+def test_program_settings() -> None:
+    assert (ALL["munged"].user, ALL["munged"].priority) == ("munge", 10)
+    assert ALL["slurmd"].priority == ALL["slurmctld-munge"].priority == 20  # after munged
+    assert ALL["sshd"].priority == 30
+    assert (ALL["task"].restart, ALL["task"].startsecs, ALL["task"].priority) == (False, 0, 40)
+    assert _argv(ALL["task"]) == ["/usr/local/bin/slurmpod", "daemon", "clear-stale-drain"]

@@ -1,0 +1,164 @@
+"""Pod start: ``plan`` reads and validates every input and renders in memory; `--dry-run` prints it.
+
+``apply`` (writes /etc, chowns, execs supervisord) is exercised in the image and cluster tests; here the
+plan is checked, and the real command only ever runs with --dry-run on valid input.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import podkit
+import pytest
+from podkit import Machine
+
+from slurmpod import well_known as wk
+from slurmpod.entrypoints import start
+from slurmpod.errors import BadInput
+
+SLURMPOD = Path(sys.executable).with_name("slurmpod")
+
+
+def _plan(pod: podkit.Pod, role: str, **env: str | None) -> start.StartPlan:
+    e = pod.env(role, **env)
+    return start.plan(role, e, start.Settings.from_env(e))
+
+
+def test_settings_from_env_defaults() -> None:
+    s = start.Settings.from_env({})
+    assert s == start.Settings(
+        podinfo_dir=Path(wk.PODINFO_DIR),
+        cluster_spec=Path(wk.CLUSTER_SPEC_FILE),
+        munge_key=Path(wk.MUNGE_KEY_SECRET),
+        slurm_key=Path(wk.SLURM_KEY_SECRET),
+        run_dir=Path(wk.RUN_DIR),
+        hw_root=Path("/"),
+    )
+
+
+def test_worker_plan(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+    p = _plan(pod, "worker", SLURMPOD_CPU_LIMIT="1000", SLURMPOD_MEMORY_LIMIT="4096")
+    assert p.role == "worker" and p.pod.name == podkit.POD
+    assert p.node is not None
+    assert (p.node.cpus, p.node.core_spec_count, p.node.real_memory_mib, p.node.mem_spec_limit_mib) == (
+        2,
+        1,
+        8192,
+        4096,
+    )
+    assert [prog.name for prog in p.programs] == ["munged", "slurmd", "sshd", "clear-stale-drain"]
+    assert [(k.key.source, k.dest, k.user) for k in p.keys] == [(str(pod.key), wk.MUNGE_KEY, "munge")]
+    dirs = {d.path for d in p.dirs}
+    assert {str(pod.run_dir / "bin"), "/run/munge", wk.SLURMD_SPOOL} <= dirs
+    slurmd = next(prog for prog in p.programs if prog.name == "slurmd")
+    argv = shlex.split(slurmd.script.rstrip("\n").splitlines()[-1])
+    assert argv[-1] == p.node.conf_string()
+    assert argv[argv.index("--conf-server") + 1] == f"{podkit.CONTROLLER}:{wk.SLURMCTLD_PORT}"
+
+
+def test_supervisord_conf_points_at_the_run_dir(tmp_path: Path) -> None:
+    """apply() writes the run scripts under SLURMPOD_RUN_DIR/bin; supervisord must look there."""
+    pod = podkit.make_pod(tmp_path)
+    p = _plan(pod, "worker")
+    for prog in p.programs:
+        assert f"command={pod.run_dir}/bin/{prog.name}\n" in p.supervisord_conf
+    assert f"{wk.RUN_DIR}/" not in p.supervisord_conf
+
+
+def test_stop_wait_from_grace(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path)
+    assert "stopwaitsecs=40\n" in _plan(pod, "worker", SLURMPOD_GRACE_SECONDS="120").supervisord_conf
+    assert "stopwaitsecs=2\n" in _plan(pod, "worker", SLURMPOD_GRACE_SECONDS="3").supervisord_conf
+    assert "stopwaitsecs=10\n" in _plan(pod, "worker", SLURMPOD_GRACE_SECONDS=None).supervisord_conf
+
+
+def test_plans_are_fresh(tmp_path: Path) -> None:
+    """Same inputs, same plan; changed limits, changed node (nothing cached between plans)."""
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=4, mem_mib=8192))
+    a = _plan(pod, "worker", SLURMPOD_CPU_LIMIT="1000")
+    b = _plan(pod, "worker", SLURMPOD_CPU_LIMIT="3000", SLURMPOD_MEMORY_LIMIT="2048")
+    c = _plan(pod, "worker", SLURMPOD_CPU_LIMIT="1000")
+    assert a.node is not None and b.node is not None
+    assert (a.node.core_spec_count, a.node.mem_spec_limit_mib) == (3, 0)
+    assert (b.node.core_spec_count, b.node.mem_spec_limit_mib) == (1, 6144)
+    assert a == c
+
+
+def test_controller_plan(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "controller", spec=podkit.SPEC_PREEMPT)
+    p = _plan(pod, "controller", SLURMPOD_CONTROLLER=None)
+    files = {f.path: f.content for f in p.files}
+    assert {wk.SLURM_CONF, f"{wk.SLURM_ETC}/cgroup.conf"} <= set(files)
+    assert "ClusterName=gpu-farm\n" in files[wk.SLURM_CONF]
+    assert f"SlurmctldHost={podkit.CONTROLLER}\n" in files[wk.SLURM_CONF]
+    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper"]
+    assert "--timeout 600" in p.programs[-1].script
+    assert p.node is None
+    assert wk.STATE_SAVE_LOCATION in {d.path for d in p.dirs}
+
+
+def test_controller_without_cgroups_has_no_cgroup_conf(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "controller")
+    paths = [f.path for f in _plan(pod, "controller").files]
+    assert wk.SLURM_CONF in paths
+    assert f"{wk.SLURM_ETC}/cgroup.conf" not in paths
+
+
+def test_controller_auth_slurm_from_spec(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "controller", spec="auth: slurm\n")
+    podkit.write_key(pod.slurm_key)
+    p = _plan(pod, "controller", SLURMPOD_AUTH="munge")  # the spec decides for the controller
+    assert [(k.dest, k.user) for k in p.keys] == [(wk.SLURM_KEY, "slurm")]
+    assert [prog.name for prog in p.programs] == ["slurmctld", "node-reaper"]
+    assert "munge" not in p.programs[0].script
+
+
+def test_login_plan_auth_slurm(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "login")
+    podkit.write_key(pod.slurm_key)
+    pod.key.unlink()  # not needed with auth/slurm
+    p = _plan(pod, "login", SLURMPOD_AUTH="slurm")
+    assert [prog.name for prog in p.programs] == ["sackd", "sshd"]
+    assert [k.dest for k in p.keys] == [wk.SLURM_KEY]
+    assert "/run/munge" not in {d.path for d in p.dirs}
+
+
+def test_first_failing_stage_is_reported(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path)
+    pod.key.chmod(0o644)
+    with pytest.raises(BadInput, match="POD_NAME"):  # PodInfo is validated before the secrets
+        _plan(pod, "worker", POD_NAME="Bad")
+
+
+@pytest.mark.parametrize("role", wk.ROLES)
+def test_dry_run_cli(tmp_path: Path, role: str) -> None:
+    pod = podkit.make_pod(tmp_path, role)
+    proc = subprocess.run(
+        [str(SLURMPOD), "entrypoint", role, "--dry-run"],
+        env=pod.env(role),
+        text=True,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"role: {role}\npod: ")
+    assert f"key: {pod.key} -> {wk.MUNGE_KEY} (munge, 0400)" in proc.stdout
+    if role == "worker":
+        assert "\nnode: CPUs=2 " in proc.stdout
+    assert list(pod.run_dir.iterdir()) == []
+    assert pod.tlog.read_text() == ""
+
+
+def test_dry_run_via_env_twin(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path)
+    env = pod.env(SLURMPOD_DRY_RUN="1")
+    proc = subprocess.run(
+        [str(SLURMPOD), "entrypoint", "worker"], env=env, text=True, capture_output=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "program: slurmd" in proc.stdout
