@@ -89,6 +89,13 @@ def _max_time(field: str, value: object) -> str:
     raise BadInput.one(field, text, "not a Slurm time (minutes, D-HH:MM:SS or INFINITE)")
 
 
+def _preempt_text(value: object) -> str:
+    """YAML 1.1 reads an unquoted `off` as false; for PreemptMode that can only mean OFF."""
+    if value is False:
+        return "OFF"
+    return str(value).upper()
+
+
 def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise BadInput.one(field, str(value), f"must be one of {', '.join(choices)}")
@@ -101,7 +108,12 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         raise BadInput.one(source, str(doc)[:80], "must be a YAML mapping")
     _unknown(doc, _TOP_KEYS, "", problems)
 
-    cluster_name = _try(problems, confvalues.name, "clusterName", str(doc.get("clusterName", "slurmpod")))
+    raw_name = doc.get("clusterName", "slurmpod")
+    cluster_name = None
+    if not isinstance(raw_name, str):
+        problems.append(Problem("clusterName", str(raw_name), "must be a string"))
+    else:
+        cluster_name = _try(problems, confvalues.name, "clusterName", raw_name)
     auth = _try(problems, _choice, "auth", doc.get("auth", "munge"), AUTH_TYPES)
     select = _try(problems, _choice, "select", doc.get("select", "cons_tres"), SELECT_TYPES)
     topo = _try(problems, _choice, "topologyPlugin", doc.get("topologyPlugin", "none"), TOPOLOGY_PLUGINS)
@@ -132,6 +144,9 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         if name and feat:
             nodesets.append(NodeSetSpec(name, feat))
     set_names = {n.name for n in nodesets}
+    for kind, names in (("nodesets", [n.name for n in nodesets]),):
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            problems.append(Problem(kind, dup, "name used more than once"))
 
     partitions: list[PartitionSpec] = []
     raw_parts = doc.get("partitions", [{"name": "main", "nodesets": ["workers"], "default": True}])
@@ -162,7 +177,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
             problems,
             _choice,
             path + "preemptMode",
-            str(part.get("preemptMode", "OFF")).upper(),
+            _preempt_text(part.get("preemptMode", "OFF")),
             PREEMPT_MODES,
         )
         grace = _try(problems, confvalues.integer, path + "graceTime", part.get("graceTime", 0), 0, 86_400)
@@ -173,6 +188,9 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
                     pname, tuple(str(m) for m in members), bool(default), tier, mode, grace, max_time
                 )
             )
+    part_names = [p.name for p in partitions]
+    for dup in sorted({n for n in part_names if part_names.count(n) > 1}):
+        problems.append(Problem("partitions", dup, "name used more than once"))
     if sum(p.default for p in partitions) > 1:
         problems.append(
             Problem(
@@ -190,7 +208,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         if not isinstance(line, str) or "\n" in line or "\r" in line:
             problems.append(Problem(f"extraLines[{i}]", str(line), "must be one line of text"))
 
-    if problems:
+    if problems or cluster_name is None:
         raise BadInput(problems)
     return ClusterSpec(
         cluster_name,

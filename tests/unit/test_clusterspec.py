@@ -150,3 +150,25 @@ def test_load_yaml_error_is_one_line(tmp_path: Path) -> None:
         cluster_spec.load(f)
     assert "\n" not in str(err.value)
     assert err.value.problems[0].value == str(f)
+
+
+@pytest.mark.parametrize(
+    ("doc", "field", "value"),
+    [
+        ({"partitions": [{"name": "p", "nodesets": ["workers"]}, {"name": "p", "nodesets": ["workers"]}]},
+         "partitions", "p"),
+        ({"nodesets": [{"name": "a"}, {"name": "a"}], "partitions": [{"name": "p", "nodesets": ["a"]}]},
+         "nodesets", "a"),
+        ({"clusterName": None}, "clusterName", "None"),
+    ],
+    ids=["duplicate-partition", "duplicate-nodeset", "null-cluster-name"],
+)
+def test_duplicates_and_null_names_refused(doc: dict[str, object], field: str, value: str) -> None:
+    with pytest.raises(BadInput) as err:
+        cluster_spec.parse(doc)
+    assert any(p.field == field and p.value == value for p in err.value.problems), err.value.problems
+
+
+def test_unquoted_yaml_off_means_preempt_mode_off() -> None:
+    spec = cluster_spec.parse(yaml.safe_load("partitions: [{name: p, nodesets: [workers], preemptMode: off}]"))
+    assert spec.partitions[0].preempt_mode == "OFF"
