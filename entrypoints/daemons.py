@@ -20,7 +20,7 @@ from slurmpod.errors import SlurmpodError
 log = logging.getLogger(__name__)
 
 # Reasons slurmpod sets for pod lifecycle, and so may clear on a fresh start.
-STALE_LIFECYCLE_REASONS = (wk.REASON_POD_TERMINATING,)
+STALE_LIFECYCLE_REASONS = wk.LIFECYCLE_REASONS
 
 
 def reap_once(seen_down: dict[str, float], timeout_s: float, now: float) -> list[str]:

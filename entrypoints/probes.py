@@ -49,7 +49,7 @@ def live(timeout: float) -> tuple[bool, str]:
     conf = os.path.join(os.environ.get(wk.ENV_RUN_DIR, wk.RUN_DIR), wk.SUPERVISORD_CONF)
     try:
         proc = subprocess.run(
-            ["supervisorctl", "-c", conf, "status"],
+            [wk.SUPERVISORCTL, "-c", conf, "status"],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -57,6 +57,8 @@ def live(timeout: float) -> tuple[bool, str]:
         )
     except subprocess.TimeoutExpired:
         return False, "supervisorctl timed out"
+    except OSError as exc:
+        return False, f"cannot run {wk.SUPERVISORCTL}: {exc.strerror}"
     bad = [
         line
         for line in proc.stdout.splitlines()

@@ -150,6 +150,15 @@ def requeue(job_ids: Sequence[int], timeout: float = DEFAULT_TIMEOUT) -> None:
         run(["scontrol", "requeue", ",".join(str(j) for j in job_ids)], timeout)
 
 
+def start_now(job_ids: Sequence[int], timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Make pending jobs eligible now (slurmctld holds a requeued job back for about two minutes).
+
+    Ref: https://slurm.schedmd.com/scontrol.html#OPT_StartTime
+    """
+    if job_ids:
+        run(["scontrol", "update", f"JobId={','.join(str(j) for j in job_ids)}", "StartTime=now"], timeout)
+
+
 def ping(timeout: float = DEFAULT_TIMEOUT) -> bool:
     """True when slurmctld answers. Ref: scontrol ping"""
     out = run(["scontrol", "ping"], timeout, ok_codes=(0, 1))

@@ -94,12 +94,16 @@ ENV_STATE_DIR = "SLURMPOD_STATE_DIR"
 # Drains slurmpod sets carry this prefix; it only ever clears reasons that start with it.
 REASON_PREFIX = "slurmpod: "
 REASON_POD_TERMINATING = REASON_PREFIX + "pod terminating"
+# Reasons slurmpod sets for pod lifecycle: a new pod of the same name may clear them; no other reason.
+LIFECYCLE_REASONS = (REASON_POD_TERMINATING,)
 
 ROLES = ("controller", "worker", "login")
 
 # --- Container images (built by `slurmpod images build`, read by deploy/ and the cluster emulator) ---
 IMAGE_REPOSITORY_PREFIX = "slurmpod/"  # slurmpod/base, slurmpod/controller, slurmpod/worker, slurmpod/login
 VENV_DIR = "/opt/slurmpod"  # Python venv holding slurmpod and its wheels in every image
+# supervisor's client, from the venv (only supervisord is linked into /usr/local/bin).
+SUPERVISORCTL = f"{VENV_DIR}/bin/supervisorctl"
 # Image labels. Ref: https://github.com/opencontainers/image-spec/blob/main/annotations.md
 IMAGE_LABEL_SLURM_VERSION = "io.slurmpod.slurm-version"  # upstream Slurm version installed, e.g. 24.11.5
 IMAGE_LABEL_FLAVOR = "io.slurmpod.flavor"  # 24.11 | 26.05

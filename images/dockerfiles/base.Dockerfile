@@ -71,7 +71,8 @@ RUN python3 -m venv --without-pip /opt/slurmpod; \
     set -- /usr/share/slurmpod/wheelhouse/pip-*.whl; \
     /opt/slurmpod/bin/python "$1/pip" install --no-cache-dir --disable-pip-version-check \
         --no-index --find-links /usr/share/slurmpod/wheelhouse $PYTHON_REQUIREMENTS; \
-    ln -s /opt/slurmpod/bin/supervisord /usr/local/bin/supervisord
+    ln -s /opt/slurmpod/bin/supervisord /usr/local/bin/supervisord; \
+    ln -s /opt/slurmpod/bin/supervisorctl /usr/local/bin/supervisorctl
 
 ENV LANG=C.UTF-8
 CMD ["/bin/bash"]

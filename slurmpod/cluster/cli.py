@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import manifests, network, podspec, runtime, slurmstate, state
+from slurmpod.cluster import applied, manifests, network, podspec, runtime, slurmstate, state
 from slurmpod.cluster.plan import PodPlan
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
 
@@ -137,6 +137,7 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
     params = podspec.ClusterParams(
         name=name, subnet=subnet, cluster_uid=uuid.uuid4(), created=datetime.now(UTC),
         node_cpu=cpu, node_memory=memory, flavor=flavor, workers=workers)
+    bundle = applied.resolve_secrets(bundle, os.urandom)  # generated once, kept for recreated pods
     plans = podspec.plan_cluster(bundle, params, os.urandom)
     missing = runtime.missing_images(client, [p.image for p in plans])
     if missing:
@@ -147,6 +148,7 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
     cluster = Cluster.from_plans(name, root, plans)
     try:
         state.write(root, [f for p in plans for f in p.files])
+        applied.save(root, applied.Applied(params, bundle))
         runtime.create_network(client, params)
         runtime.create_volumes(client, name, plans)
         print(f"network {params.network} {params.subnet} (internal bridge, gateway {params.gateway})",

@@ -4,7 +4,8 @@ Only the fields listed here are understood; any other field is an error naming i
 manifests we ship stay the ones the emulator runs. Fields deliberately ignored say why.
 readinessProbe becomes the container's Docker health check (Ready = healthy);
 terminationGracePeriodSeconds becomes Docker's stop timeout; lifecycle.preStop is kept in the
-plan but not run: `cluster down` removes pods at once, as a forced delete would.
+plan (and on the container) and run by slurmpod.cluster.lifecycle.delete_pod, not by `cluster down`,
+which removes pods at once, as a forced delete would.
 Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/
 Ref: https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/
 """
@@ -17,7 +18,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
@@ -245,7 +246,9 @@ class _Shared:
     secrets: Mapping[str, Mapping[str, bytes]]
 
 
-def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[Problem]) -> list[PodPlan]:
+def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[Problem],
+                 ordinals: Sequence[int] | None = None) -> list[PodPlan]:
+    """Pods of one StatefulSet: ordinals 0..replicas-1, or the ``ordinals`` given (each takes an IP)."""
     params, bundle = shared.params, shared.bundle
     field = doc.where
     spec = doc.body.get("spec") or {}
@@ -296,7 +299,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[
     cpu_limit, mem_limit, cpu_request = res["limits.cpu"], res["limits.memory"], res["requests.cpu"]
 
     plans = []
-    for ordinal in range(replicas):
+    for ordinal in range(replicas) if ordinals is None else ordinals:
         name = f"{sts_name}-{ordinal}"
         if not ips:
             problems.append(Problem("--workers", str(replicas), "more pods than the cluster subnet holds"))
@@ -383,3 +386,23 @@ def plan_cluster(bundle: Bundle, params: ClusterParams,
         raise BadInput(dict.fromkeys(problems))  # each pod of a StatefulSet repeats its template's problems
     return tuple(plans)
 
+
+
+def plan_pod(bundle: Bundle, params: ClusterParams, statefulset: str, ordinal: int, *, ip: str,
+             generate: Callable[[int], bytes]) -> PodPlan:
+    """One pod of the StatefulSet named ``statefulset`` (with the cluster prefix) at ``ip``.
+
+    ``ordinal`` may be beyond the replicas (a scale-up); the caller chooses a free ``ip``.
+    """
+    validate_params(params.name, params.workers)
+    if ordinal < 0:
+        raise BadInput.one("ordinal", str(ordinal), "must be >= 0")
+    doc = next((d for d in bundle.of_kind("StatefulSet") if f"{params.name}-{d.name}" == statefulset), None)
+    if doc is None:
+        raise BadInput.one("statefulset", statefulset, "no such StatefulSet in the manifests")
+    problems: list[Problem] = []
+    secrets = {d.name: resolve_secret(d.body, d.where, generate, problems) for d in bundle.of_kind("Secret")}
+    plans = _statefulset(doc, _Shared(params, bundle, secrets), [ip], problems, ordinals=(ordinal,))
+    if problems or not plans:
+        raise BadInput(dict.fromkeys(problems) or [Problem("statefulset", statefulset, "no pod planned")])
+    return plans[0]

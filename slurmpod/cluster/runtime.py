@@ -8,6 +8,7 @@ Ref: https://docker-py.readthedocs.io/en/stable/api.html (low-level API: create_
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,11 @@ EXEC_KILL_AFTER_S = 5  # timeout(1) -k: SIGKILL this long after SIGTERM
 # Ref: https://docs.docker.com/engine/containers/start-containers-automatically/
 RESTART_POLICY = {"Name": "unless-stopped"}
 CRASH_RESTARTS = 3  # a pod restarted this often during `up` is crash-looping
+# Docker's embedded DNS on an internal network never answers a name it does not know, where cluster DNS
+# (CoreDNS) answers NXDOMAIN at once; with glibc's default 5 s x 2 tries, slurmd's reverse lookup of
+# 0.0.0.0 at every start stalled its registration 10 s. One 1 s try bounds that stall.
+# Ref: https://man7.org/linux/man-pages/man5/resolv.conf.5.html (options timeout, attempts)
+DNS_OPTIONS = ("timeout:1", "attempts:1")
 NS = 1_000_000_000
 # dockershim's labels, so `docker ps --filter label=io.kubernetes.pod.name=...` works as it used to.
 # Ref: https://github.com/kubernetes/kubernetes/blob/release-1.23/pkg/kubelet/dockershim/labels.go
@@ -41,6 +47,10 @@ LABEL_POD_NAME = "io.kubernetes.pod.name"
 LABEL_POD_NAMESPACE = "io.kubernetes.pod.namespace"
 LABEL_POD_UID = "io.kubernetes.pod.uid"
 LABEL_CONTAINER_NAME = "io.kubernetes.container.name"
+# kubelet keeps the hook and grace period on the container, so a delete uses the pod's own spec.
+# Ref: https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/kuberuntime/labels.go
+LABEL_PRE_STOP = "io.kubernetes.container.preStopHandler"  # JSON: {"exec": {"command": [...]}}
+LABEL_GRACE = "io.kubernetes.pod.terminationGracePeriod"  # seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,11 +185,14 @@ def create_pod(client: Any, plan: PodPlan, params: podspec.ClusterParams, root: 
         init=False,  # supervisord is PID 1
         restart_policy=RESTART_POLICY,
         network_mode=params.network,
+        dns_opt=list(DNS_OPTIONS),
     )
     endpoint = api.create_endpoint_config(ipv4_address=plan.ip, aliases=list(plan.aliases))
     labels = {wk.DOCKER_LABEL_CLUSTER: params.name, wk.DOCKER_LABEL_ROLE: plan.role,
               LABEL_POD_NAME: plan.name, LABEL_POD_NAMESPACE: plan.namespace, LABEL_POD_UID: plan.uid,
-              LABEL_CONTAINER_NAME: plan.role}
+              LABEL_CONTAINER_NAME: plan.role, LABEL_GRACE: str(plan.stop_timeout_s)}
+    if plan.pre_stop is not None:
+        labels[LABEL_PRE_STOP] = json.dumps({"exec": {"command": list(plan.pre_stop)}})
     created = api.create_container(
         image=plan.image,
         name=plan.name,

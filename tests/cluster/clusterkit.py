@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
+from slurmpod import slurm
 from slurmpod import well_known as wk
-from slurmpod.cluster import cli, runtime
+from slurmpod.cluster import cli, lifecycle, runtime
 
 NAME = "sptest"
 WORKERS = 2
 UP_TIMEOUT_S = 240
 COMMAND_TIMEOUT_S = 600
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +46,92 @@ class Session:
 def run_slurmpod(env: dict[str, str], *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "slurmpod.cli", *args], env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
+
+
+# --- Node state and pod lifecycle helpers (tests/cluster/test_node_lifecycle.py, test_faults.py) ---
+
+POLL_S = 0.25
+IDLE_TIMEOUT_S = 90.0
+
+
+def wait_for(what: str, check: Callable[[], T | None], timeout: float, poll: float = POLL_S) -> tuple[T, float]:
+    """Poll ``check`` until it returns a value that is not None; (value, seconds waited)."""
+    started = time.monotonic()
+    last: T | None = None
+    while True:
+        last = check()
+        waited = time.monotonic() - started
+        if last is not None:
+            return last, waited
+        if waited > timeout:
+            raise AssertionError(f"{what}: not after {timeout:.0f}s")
+        time.sleep(poll)
+
+
+def scontrol_json(s: Session, *args: str) -> str:
+    result = s.root_in(s.cluster.controller, "scontrol", "show", *args, "--json", timeout=30)
+    assert result.code == 0, result.stderr
+    return result.stdout
+
+
+def nodes(s: Session) -> dict[str, slurm.NodeState]:
+    """Every node, from `scontrol show nodes --json` parsed by slurmpod.slurm."""
+    return {n.name: n for n in slurm.parse_nodes(scontrol_json(s, "nodes"))}
+
+
+def node(s: Session, name: str) -> slurm.NodeState | None:
+    """One node from `scontrol show node NAME --json`; None when Slurm does not know it."""
+    result = s.root_in(s.cluster.controller, "scontrol", "show", "node", name, "--json", timeout=30)
+    if result.code != 0:
+        return None
+    return next((n for n in slurm.parse_nodes(result.stdout) if n.name == name), None)
+
+
+def node_json(s: Session, name: str) -> dict[str, Any]:
+    """The raw JSON object of one node (fields slurmpod.slurm does not model, e.g. slurmd_start_time)."""
+    found: list[dict[str, Any]] = json.loads(scontrol_json(s, "node", name))["nodes"]
+    return next(n for n in found if n["name"] == name)
+
+
+def usable(s: Session, name: str) -> slurm.NodeState | None:
+    n = node(s, name)
+    return n if n is not None and slurm.usable(n) and "IDLE" in n.states else None
+
+
+def wait_idle(s: Session, name: str, timeout: float = IDLE_TIMEOUT_S) -> float:
+    """Seconds until ``name`` is IDLE and usable (not DRAIN, DOWN, NOT_RESPONDING, INVALID_REG ...)."""
+    return wait_for(f"node {name} IDLE", lambda: usable(s, name), timeout)[1]
+
+
+def all_idle(s: Session, timeout: float = IDLE_TIMEOUT_S) -> None:
+    for worker in s.cluster.workers:
+        wait_idle(s, worker, timeout)
+
+
+def scontrol(s: Session, *args: str) -> None:
+    result = s.root_in(s.cluster.controller, "scontrol", *args, timeout=30)
+    assert result.code == 0, f"scontrol {' '.join(args)}: {result.stderr}"
+
+
+def restore_pod(s: Session, pod: str) -> None:
+    """Recreate ``pod`` from the unpatched template (when it is missing or was patched) and wait for it."""
+    lifecycle.replace_pod(s.client, s.cluster.name, pod)
+    if pod in s.cluster.workers:
+        wait_idle(s, pod)
+    else:
+        wait_ready(s, pod)
+
+
+def wait_ready(s: Session, pod: str, timeout: float = IDLE_TIMEOUT_S) -> float:
+    """Seconds until `slurmpod probe ready` passes in ``pod`` (what the readinessProbe runs)."""
+    def ready() -> bool | None:
+        return True if s.root_in(pod, "slurmpod", "probe", "ready", timeout=20).code == 0 else None
+    return wait_for(f"pod {pod} ready", ready, timeout)[1]
+
+
+def host_memtotal_mib() -> int:
+    """The host's MemTotal in MiB (the pods share this host's /proc/meminfo)."""
+    for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    raise AssertionError("no MemTotal in /proc/meminfo")

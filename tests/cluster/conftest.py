@@ -20,6 +20,13 @@ from slurmpod import well_known as wk
 from slurmpod.cluster import cli, demo, runtime
 from slurmpod.errors import PermanentError
 
+TEARDOWN_FILE = "test_cluster_teardown.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """test_cluster_teardown.py ends the session's cluster, so it runs after every other test."""
+    items.sort(key=lambda item: item.path.name == TEARDOWN_FILE)  # stable: the rest keep their order
+
 
 @pytest.fixture(scope="session")
 def flavor() -> str:

@@ -1,6 +1,6 @@
 """`slurmpod cluster down` removes everything, even after a pod was killed by hand.
 
-Runs after test_cluster_jobs.py (file order): it ends the session's cluster.
+Runs after every other cluster test (conftest.py orders it last): it ends the session's cluster.
 """
 
 from __future__ import annotations

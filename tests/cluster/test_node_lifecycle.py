@@ -1,0 +1,190 @@
+"""Pod lifecycle -> Slurm node: limits, features, stale drains, probes and the node reaper, for real.
+
+Pods are recreated through slurmpod.cluster.lifecycle (the StatefulSet template with a patch, then
+delete with the preStop hook and start, as kubelet and the StatefulSet controller would). Every test
+leaves the session cluster as it found it: its workers IDLE, every pod from the unpatched template.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from clusterkit import (
+    Session,
+    all_idle,
+    host_memtotal_mib,
+    node,
+    node_json,
+    nodes,
+    restore_pod,
+    scontrol,
+    wait_for,
+    wait_idle,
+    wait_ready,
+)
+
+from slurmpod import well_known as wk
+from slurmpod.cluster import lifecycle, runtime
+from slurmpod.cluster.lifecycle import PodPatch
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+
+ADMIN_REASON = "maintenance"
+
+
+def _replace(s: Session, pod: str, patch: PodPatch | None = None, *, run_prestop: bool = True) -> float:
+    """Recreate ``pod`` with ``patch``; seconds until its node is IDLE again."""
+    lifecycle.replace_pod(s.client, s.cluster.name, pod, patch or PodPatch(), run_prestop=run_prestop)
+    return wait_idle(s, pod)
+
+
+def test_cpu_and_memory_limits_become_core_and_mem_spec_and_follow_a_template_change(session: Session) -> None:
+    pod = session.cluster.workers[-1]
+    host_cpus = os.cpu_count() or 1
+    memtotal = host_memtotal_mib()
+    half, three_quarters = memtotal // 2, memtotal * 3 // 4
+    try:
+        _replace(session, pod, PodPatch(cpu_limit="1", memory_limit=f"{half}Mi"))
+        n, raw = node(session, pod), node_json(session, pod)
+        assert n is not None
+        cores = raw["sockets"] * raw["cores"]
+        # CPUTot is the host's; the pod may use one CPU, so every other core is specialized (1 of 2 here).
+        assert (n.cpus, n.specialized_cores) == (host_cpus, cores - 1), raw
+        assert n.real_memory == memtotal
+        assert n.specialized_memory == memtotal - half
+
+        # kubectl edit statefulset: limits "2"-CPU-host and 3/4 memory; the new pod of the same name
+        # must register its own definition, not the one Slurm kept for its predecessor.
+        _replace(session, pod, PodPatch(cpu_limit=str(host_cpus), memory_limit=f"{three_quarters}Mi"))
+        n = node(session, pod)
+        assert n is not None
+        assert (n.cpus, n.specialized_cores, n.real_memory) == (host_cpus, 0, memtotal)
+        assert n.specialized_memory == memtotal - three_quarters
+        text = session.root_in(session.cluster.controller, "scontrol", "show", "node", pod).stdout
+        assert "CoreSpecCount" not in text, text
+        assert f"MemSpecLimit={memtotal - three_quarters}" in text, text
+    finally:
+        restore_pod(session, pod)
+    n = node(session, pod)
+    assert n is not None
+    assert n.specialized_memory == memtotal - 1024  # the template's own limit (1Gi) again
+
+
+def test_features_annotation_shows_in_sinfo_and_empty_topology_registers(session: Session) -> None:
+    pod = session.cluster.workers[-1]
+    patch = PodPatch(annotations={wk.ANNOTATION_FEATURES: "ib,a100"}, env={wk.ENV_SLINKY_TOPOLOGY: ""})
+    try:
+        seconds = _replace(session, pod, patch)
+        has_empty = session.root_in(pod, "sh", "-c", f'[ "${{{wk.ENV_SLINKY_TOPOLOGY}-unset}}" = "" ]')
+        assert has_empty.code == 0, "the pod should see SLINKY_TOPOLOGY set to an empty value"
+        n = node(session, pod)
+        assert n is not None
+        assert "IDLE" in n.states and "INVALID_REG" not in n.states, n
+        sinfo = session.root_in(session.cluster.controller, "sinfo", "-h", "-N", "-o", "%n %f").stdout
+        features = dict(line.split(maxsplit=1) for line in sinfo.splitlines() if line.strip())
+        assert set(features[pod].split(",")) == {"workers", "ib", "a100"}, sinfo
+        assert set(features[session.cluster.workers[0]].split(",")) == {"workers"}, sinfo
+        assert seconds < 60
+    finally:
+        restore_pod(session, pod)
+
+
+def _supervised(s: Session, pod: str, program: str) -> str:
+    out = s.root_in(pod, wk.SUPERVISORCTL, "-c", f"{wk.RUN_DIR}/{wk.SUPERVISORD_CONF}", "status", program)
+    return out.stdout
+
+
+def test_new_pod_clears_only_the_drain_slurmpod_set(session: Session) -> None:
+    pod = session.cluster.workers[-1]
+    try:
+        # A predecessor killed after preStop drained it (no hook now): the new pod's clear-stale-drain resumes it.
+        scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={wk.REASON_POD_TERMINATING}")
+        _replace(session, pod, run_prestop=False)
+        assert "cleared stale drain" in runtime.logs_tail(session.client, pod, 200)
+
+        # An admin's drain survives the pod's replacement, preStop hook included.
+        scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={ADMIN_REASON}")
+        before = node_json(session, pod)["slurmd_start_time"]
+        lifecycle.replace_pod(session.client, session.cluster.name, pod)
+
+        def settled() -> bool | None:
+            registered = node_json(session, pod)["slurmd_start_time"] != before
+            return True if registered and "EXITED" in _supervised(session, pod, "clear-stale-drain") else None
+
+        wait_for(f"{pod} registered and clear-stale-drain done", settled, 90)
+        n = node(session, pod)
+        assert n is not None
+        assert n.reason == ADMIN_REASON, n
+        assert n.states & {"DRAIN", "DRAINED"}, n
+    finally:
+        scontrol(session, "update", f"NodeName={pod}", "State=RESUME")
+        wait_idle(session, pod)
+
+
+def _probe(s: Session, pod: str, kind: str) -> runtime.ExecResult:
+    return s.root_in(pod, "slurmpod", "probe", kind, timeout=30)
+
+
+def test_readiness_probe_follows_the_slurm_node_and_liveness_the_daemons(session: Session) -> None:
+    pod = session.cluster.workers[0]
+    wait_idle(session, pod)
+    for p in (pod, session.cluster.controller, session.cluster.login):
+        ready, live = _probe(session, p, "ready"), _probe(session, p, "live")
+        assert ready.code == 0, f"{p}: {ready.stdout}{ready.stderr}"
+        assert live.code == 0, f"{p}: {live.stdout}{live.stderr}"
+    try:
+        scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", "Reason=sptest probe check")
+        drained = _probe(session, pod, "ready")
+        assert drained.code == 1, drained.stdout
+        assert re.search(r"DRAIN", drained.stderr), drained.stderr
+        assert _probe(session, pod, "live").code == 0
+    finally:
+        scontrol(session, "update", f"NodeName={pod}", "State=RESUME")
+        wait_idle(session, pod)
+    assert _probe(session, pod, "ready").code == 0
+
+
+# The reaper deletes a dynamic node NOT_RESPONDING/DOWN for nodeTimeoutSeconds (cluster spec, default 300,
+# at least 10). For this test: `kubectl edit configmap cluster` -> 10 s and the reaper's pass interval
+# 2 s (SLURMPOD_INTERVAL, the env twin of `slurmpod daemon node-reaper --interval`, default 15 s) on a
+# recreated controller pod; both are put back afterwards. Slurm itself first has to notice the pod is
+# gone: slurmctld pings nodes every SlurmdTimeout/3 = 20 s and a ping fails after MessageTimeout (10 s).
+REAPER_TIMEOUT_S = 10
+REAPER_INTERVAL_S = 2
+REAP_DEADLINE_S = 20 + 10 + REAPER_TIMEOUT_S + REAPER_INTERVAL_S + 15  # + slack for this 2-core box
+
+
+def test_node_reaper_deletes_the_node_of_a_pod_gone_without_prestop(session: Session) -> None:
+    name, controller, client = session.cluster.name, session.cluster.controller, session.client
+    extra = f"{name}-worker-{len(session.cluster.workers)}"  # beyond the replicas: a scale-up pod
+    old = lifecycle.set_config_map(name, "cluster", {})
+    spec = old["cluster.yaml"].rstrip("\n") + f"\nnodeTimeoutSeconds: {REAPER_TIMEOUT_S}\n"
+    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec})
+    try:
+        lifecycle.replace_pod(client, name, controller, PodPatch(env={"SLURMPOD_INTERVAL": str(REAPER_INTERVAL_S)}))
+        wait_ready(session, controller)
+        all_idle(session)
+        plan = lifecycle.plan_pod(client, name, "worker", len(session.cluster.workers))
+        assert plan.name == extra
+        lifecycle.start_pod(client, name, plan)
+        wait_idle(session, extra)
+
+        client.containers.get(extra).kill()  # the pod is gone: no preStop, no drain, no delete
+        lifecycle.delete_pod(client, name, extra, run_prestop=False)
+        _, seconds = wait_for(f"node {extra} reaped", lambda: True if extra not in nodes(session) else None,
+                              REAP_DEADLINE_S + 30, poll=1.0)
+        assert seconds <= REAP_DEADLINE_S, f"reaped after {seconds:.0f}s"
+        assert f'"node": "{extra}"' in runtime.logs_tail(client, controller, 400)  # the reaper's log line
+        sinfo = session.root_in(controller, "sinfo", "-h", "-N", "-o", "%n").stdout
+        assert extra not in sinfo.split()
+        print(f"node {extra} removed {seconds:.1f}s after its pod was killed")
+    finally:
+        lifecycle.set_config_map(name, "cluster", old)
+        if extra in {c.name for c in runtime.find(client, name).containers}:
+            lifecycle.delete_pod(client, name, extra, run_prestop=False, grace_s=0)
+        restore_pod(session, controller)
+        if extra in nodes(session):
+            scontrol(session, "delete", f"NodeName={extra}")
+        all_idle(session)
