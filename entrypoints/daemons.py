@@ -2,8 +2,12 @@
 
 node-reaper (controller): delete dynamic nodes whose pod is gone (not responding longer than the
 timeout) so `sinfo` never fills with ghosts after scale-in or preemption.
-clear-stale-drain (worker): a new pod of the same name clears the `slurmpod: pod terminating` drain its
-predecessor set; every other reason (an admin's, a health check's) is left alone.
+reconcile-node (worker): once this pod's slurmd has registered,
+  - if slurmctld kept the definition of an earlier pod of the same name (a pod killed without its
+    preStop hook, then recreated with other limits or features: slurmctld keeps a re-registering
+    dynamic node's old record), delete the record and restart slurmd so it registers afresh;
+  - clear the `slurmpod: pod terminating` drain its predecessor set; every other reason (an admin's,
+    a health check's) is left alone.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 
 from slurmpod import slurm
 from slurmpod import well_known as wk
+from slurmpod.entrypoints import supervisor
 from slurmpod.errors import SlurmpodError
 
 log = logging.getLogger(__name__)
@@ -58,25 +63,65 @@ def node_reaper(timeout_s: float, interval_s: float) -> int:
         time.sleep(interval_s)
 
 
-def clear_stale_drain(node: str, wait_s: float) -> int:
-    """Wait for this node to register, then resume it if only a stale slurmpod lifecycle drain holds it."""
-    deadline = time.monotonic() + wait_s
+def parse_conf(conf: str) -> dict[str, str]:
+    """`Key=Value Key=Value` (the --conf string slurmpod rendered) -> mapping."""
+    return dict(item.partition("=")[::2] for item in conf.split() if "=" in item)
+
+
+def stale_fields(state: slurm.NodeState, expected: dict[str, str]) -> list[str]:
+    """Where the registered node differs from the definition this pod asked for."""
+    have = {
+        "CPUs": state.cpus,
+        "RealMemory": state.real_memory,
+        "CoreSpecCount": state.specialized_cores,
+        "MemSpecLimit": state.specialized_memory,
+    }
+    out = [f"{key}={value} (want {expected.get(key, '0')})" for key, value in have.items()
+           if str(value) != expected.get(key, "0")]
+    want_features = sorted(f for f in expected.get("Features", "").split(",") if f)
+    if sorted(state.features) != want_features:
+        out.append(f"Features={','.join(state.features)} (want {','.join(want_features)})")
+    return out
+
+
+def _registered(node: str, deadline: float) -> slurm.NodeState | None:
     while time.monotonic() < deadline:
         try:
             state = slurm.node(node)
         except SlurmpodError:
             state = None
         if state is not None and not state.states & {"NOT_RESPONDING", "UNKNOWN"}:
-            if state.reason in STALE_LIFECYCLE_REASONS and state.states & {"DRAIN", "DRAINED", "DRAINING"}:
-                slurm.resume(node)
-                log.info("cleared stale drain", extra={"ctx": {"node": node, "reason": state.reason}})
-            return 0
+            return state
         time.sleep(0.5)
-    log.warning("node did not register in time", extra={"ctx": {"node": node}})
-    return 1
+    return None
+
+
+def reconcile_node(node: str, expected_conf: str, wait_s: float) -> int:
+    """Make the registered node match this pod, then clear a stale slurmpod lifecycle drain."""
+    deadline = time.monotonic() + wait_s
+    state = _registered(node, deadline)
+    if state is None:
+        log.warning("node did not register in time", extra={"ctx": {"node": node}})
+        return 1
+    stale = stale_fields(state, parse_conf(expected_conf)) if expected_conf else []
+    if stale and not slurm.jobs_on_node(node):
+        log.info("re-registering: slurmctld kept an old definition",
+                 extra={"ctx": {"node": node, "stale": "; ".join(stale)}})
+        supervisor.control("stop", "slurmd", timeout=30)
+        try:
+            slurm.delete_node(node)
+        finally:
+            supervisor.control("start", "slurmd", timeout=30)
+        state = _registered(node, deadline)
+        if state is None:
+            return 1
+    if state.reason in STALE_LIFECYCLE_REASONS and state.states & {"DRAIN", "DRAINED", "DRAINING"}:
+        slurm.resume(node)
+        log.info("cleared stale drain", extra={"ctx": {"node": node, "reason": state.reason}})
+    return 0
 
 
 def main(args: argparse.Namespace) -> int:
     if args.task == "node-reaper":
         return node_reaper(args.timeout, args.interval)
-    return clear_stale_drain(os.environ.get(wk.ENV_POD_NAME, ""), args.timeout)
+    return reconcile_node(os.environ.get(wk.ENV_POD_NAME, ""), args.expect or "", args.timeout)

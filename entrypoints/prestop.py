@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import subprocess
 import time
 
 from slurmpod import slurm
 from slurmpod import well_known as wk
+from slurmpod.entrypoints import supervisor
 from slurmpod.errors import BadInput, SlurmpodError, TransientError
 
 log = logging.getLogger(__name__)
@@ -63,13 +63,7 @@ def run(node: str, grace: float, stop_slurmd: bool = True) -> int:
         except SlurmpodError as exc:  # e.g. a job the user cancelled meanwhile: it waits out the delay
             log.warning("requeued jobs keep their begin time", extra={"ctx": {"node": node, "err": str(exc)}})
     if stop_slurmd:
-        conf = os.path.join(os.environ.get(wk.ENV_RUN_DIR, wk.RUN_DIR), wk.SUPERVISORD_CONF)
-        subprocess.run(
-            [wk.SUPERVISORCTL, "-c", conf, "stop", "slurmd"],
-            capture_output=True,
-            timeout=min(10.0, left()),
-            check=False,
-        )
+        supervisor.control("stop", "slurmd", timeout=min(10.0, left()))
         if empty and not foreign:
             # Ref: https://slurm.schedmd.com/dynamic_nodes.html (scontrol delete nodename)
             try:

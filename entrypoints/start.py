@@ -157,7 +157,9 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
         progs += [
             programs.slurmd(auth, pod.controller, node.conf_string()),
             programs.sshd(),
-            programs.slurmpod_task("clear-stale-drain", ["daemon", "clear-stale-drain"], restart=False),
+            programs.slurmpod_task(
+                "reconcile-node", ["daemon", "reconcile-node", "--expect", node.conf_string()], restart=False
+            ),
         ]
         dirs += _homes()
     else:  # login

@@ -124,16 +124,17 @@ def build_parser() -> argparse.ArgumentParser:
     _opt(pre, "--grace", type=float, default=None, help="seconds (default: SLURMPOD_GRACE_SECONDS or 30)")
     pre.set_defaults(handler=_lazy("slurmpod.entrypoints.prestop"))
     daemon = sub.add_parser("daemon", help="helpers supervisord runs beside the Slurm daemons")
-    daemon.add_argument("task", choices=["node-reaper", "clear-stale-drain"])
+    daemon.add_argument("task", choices=["node-reaper", "reconcile-node"])
     _opt(
         daemon,
         "--timeout",
         type=float,
         default=300.0,
         help="node-reaper: seconds a dynamic node may not respond before deletion; "
-        "clear-stale-drain: seconds to wait for registration",
+        "reconcile-node: seconds to wait for registration",
     )
     _opt(daemon, "--interval", type=float, default=15.0, help="node-reaper: seconds between passes")
+    _opt(daemon, "--expect", default=None, help="reconcile-node: the --conf string this pod registers with")
     daemon.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons"))
     return parser
 

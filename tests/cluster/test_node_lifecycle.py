@@ -72,6 +72,29 @@ def test_cpu_and_memory_limits_become_core_and_mem_spec_and_follow_a_template_ch
     assert n.specialized_memory == memtotal - 1024  # the template's own limit (1Gi) again
 
 
+def test_pod_killed_without_prestop_then_changed_registers_its_own_definition(session: Session) -> None:
+    """No preStop ran, so slurmctld still holds the old record; reconcile-node must re-register the node."""
+    pod = session.cluster.workers[-1]
+    host_cpus, memtotal = os.cpu_count() or 1, host_memtotal_mib()
+    three_quarters = memtotal * 3 // 4
+    try:
+        lifecycle.replace_pod(session.client, session.cluster.name, pod,
+                              PodPatch(cpu_limit=str(host_cpus), memory_limit=f"{three_quarters}Mi"),
+                              run_prestop=False)
+
+        def reconciled() -> bool | None:
+            return True if "EXITED" in _supervised(session, pod, "reconcile-node") else None
+
+        wait_for(f"{pod} reconcile-node done", reconciled, 90)
+        wait_idle(session, pod)
+        n = node(session, pod)
+        assert n is not None
+        assert (n.specialized_cores, n.specialized_memory) == (0, memtotal - three_quarters), n
+        assert "re-registering: slurmctld kept an old definition" in runtime.logs_tail(session.client, pod, 300)
+    finally:
+        restore_pod(session, pod)
+
+
 def test_features_annotation_shows_in_sinfo_and_empty_topology_registers(session: Session) -> None:
     pod = session.cluster.workers[-1]
     patch = PodPatch(annotations={wk.ANNOTATION_FEATURES: "ib,a100"}, env={wk.ENV_SLINKY_TOPOLOGY: ""})
@@ -99,7 +122,7 @@ def _supervised(s: Session, pod: str, program: str) -> str:
 def test_new_pod_clears_only_the_drain_slurmpod_set(session: Session) -> None:
     pod = session.cluster.workers[-1]
     try:
-        # A predecessor killed after preStop drained it (no hook now): the new pod's clear-stale-drain resumes it.
+        # A predecessor killed after preStop drained it (no hook now): the new pod's reconcile-node resumes it.
         scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={wk.REASON_POD_TERMINATING}")
         _replace(session, pod, run_prestop=False)
         assert "cleared stale drain" in runtime.logs_tail(session.client, pod, 200)
@@ -111,9 +134,9 @@ def test_new_pod_clears_only_the_drain_slurmpod_set(session: Session) -> None:
 
         def settled() -> bool | None:
             registered = node_json(session, pod)["slurmd_start_time"] != before
-            return True if registered and "EXITED" in _supervised(session, pod, "clear-stale-drain") else None
+            return True if registered and "EXITED" in _supervised(session, pod, "reconcile-node") else None
 
-        wait_for(f"{pod} registered and clear-stale-drain done", settled, 90)
+        wait_for(f"{pod} registered and reconcile-node done", settled, 90)
         n = node(session, pod)
         assert n is not None
         assert n.reason == ADMIN_REASON, n

@@ -17,7 +17,7 @@ ALL = {
     "slurmd": programs.slurmd("munge", "ctl", "CPUs=2 RealMemory=100"),
     "sackd": programs.sackd("slurm", "ctl:7817"),
     "sshd": programs.sshd(),
-    "task": programs.slurmpod_task("clear-stale-drain", ["daemon", "clear-stale-drain"], restart=False),
+    "task": programs.slurmpod_task("reconcile-node", ["daemon", "reconcile-node"], restart=False),
 }
 
 
@@ -81,4 +81,4 @@ def test_program_settings() -> None:
     assert ALL["slurmd"].priority == ALL["slurmctld-munge"].priority == 20  # after munged
     assert ALL["sshd"].priority == 30
     assert (ALL["task"].restart, ALL["task"].startsecs, ALL["task"].priority) == (False, 0, 40)
-    assert _argv(ALL["task"]) == ["/usr/local/bin/slurmpod", "daemon", "clear-stale-drain"]
+    assert _argv(ALL["task"]) == ["/usr/local/bin/slurmpod", "daemon", "reconcile-node"]

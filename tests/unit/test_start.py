@@ -50,7 +50,7 @@ def test_worker_plan(tmp_path: Path) -> None:
         8192,
         4096,
     )
-    assert [prog.name for prog in p.programs] == ["munged", "slurmd", "sshd", "clear-stale-drain"]
+    assert [prog.name for prog in p.programs] == ["munged", "slurmd", "sshd", "reconcile-node"]
     assert [(k.key.source, k.dest, k.user) for k in p.keys] == [(str(pod.key), wk.MUNGE_KEY, "munge")]
     dirs = {d.path for d in p.dirs}
     assert {str(pod.run_dir / "bin"), "/run/munge", wk.SLURMD_SPOOL} <= dirs
