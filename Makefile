@@ -34,7 +34,7 @@ images: bootstrap
 
 ## bench: build and start-up figures, each beside a baseline measured in the same run
 bench: bootstrap
-	$(VENV)/bin/python -m slurmpod.bench --out bench-results
+	$(VENV)/bin/python -P -m slurmpod.bench --out bench-results  # -P: import the installed package, not ./slurmpod
 
 clean: bootstrap
 	-$(SP) cluster down

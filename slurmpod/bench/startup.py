@@ -86,8 +86,12 @@ def _running_job(client: Any, login: str, worker: str) -> int:
 
 
 def _drained_and_requeued(client: Any, controller: str, worker: str, job: int) -> bool:
-    out = _sh(client, controller, f"sinfo -h -n {worker} -o %T; squeue -h -j {job} -o %T").stdout.split()
-    return len(out) >= 2 and out[0].startswith("drain") and out[1] != "RUNNING"
+    """The node takes no new work (drained, or already deleted by our hook) and the job left it."""
+    node = _sh(client, controller, f"sinfo -h -n {worker} -o %T").stdout.split()
+    job_state = _sh(client, controller, f"squeue -h -j {job} -o '%T %N'").stdout.split()
+    node_ok = not node or node[0].startswith("drain")
+    job_ok = bool(job_state) and not (job_state[0] == "RUNNING" and worker in job_state[1:])
+    return node_ok and job_ok
 
 
 def prestop(report: Report, client: Any, cluster: str, *, controller: str, login: str, workers: list[str]) -> None:
