@@ -28,7 +28,7 @@ print(json.dumps([[g.index, g.minor, g.uuid, g.name, list(g.cpu_affinity)] for g
 def fake_nvml_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
-        pytest.fail("a C compiler is needed to build the fake libnvidia-ml.so.1 (scripts/bootstrap-host.sh installs gcc)")
+        pytest.fail("a C compiler is needed for the fake libnvidia-ml.so.1 (bootstrap-host.sh installs gcc)")
     out = tmp_path_factory.mktemp("fake-nvml")
     subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(out / "libnvidia-ml.so.1"), str(FAKE_SRC)],
                    check=True, timeout=60)
