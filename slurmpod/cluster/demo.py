@@ -2,12 +2,16 @@
 
 From the login pod, as user researcher (uid 2000): `srun -N2 hostname`, then a 20-task
 `sbatch --array` job writing one file per task to the shared /home; prints outputs and sinfo.
+Then a drain: the pod running a batch job is deleted the way kubectl would (its preStop hook drains
+the node and requeues the job, then SIGTERM); the job finishes on another pod and the StatefulSet's
+replacement pod rejoins IDLE.
 Ref: https://slurm.schedmd.com/job_array.html (%A = array job id, %a = task id in --output)
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import shlex
 import subprocess
@@ -112,6 +116,51 @@ def run_jobs(client: Any, cluster: cli.Cluster, out: TextIO) -> DemoResult:
     return DemoResult(hosts, job_id, tuple(tasks))
 
 
+def _job_node(client: Any, login: str, job_id: str) -> tuple[str, str]:
+    out = _as_researcher(client, login, ["squeue", "-h", "-j", job_id, "-o", "%T %N"], 30).stdout.split()
+    return (out[0], out[1] if len(out) > 1 else "") if out else ("DONE", "")
+
+
+def _wait(what: str, check: Any, timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise PermanentError(f"{what}: not within {timeout_s:.0f}s")
+
+
+def show_drain(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
+    """Delete the pod under a running batch job; the job is requeued and completes elsewhere."""
+    from slurmpod.cluster import lifecycle  # noqa: PLC0415 - only this step needs it
+
+    login, output = cluster.login, f"{OUT_DIR}/requeue.out"
+    wrap = 'echo "run ${SLURM_RESTART_COUNT:-0} on $(hostname)"; [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ] || sleep 60'
+    sbatch = ["sbatch", "--parsable", "--requeue", "--open-mode=append", f"--output={output}", f"--wrap={wrap}"]
+    print(f"\n$ {shlex.join(sbatch)}", file=out, flush=True)
+    _as_researcher(client, login, ["rm", "-f", output], 30)
+    job_id = _check(_as_researcher(client, login, sbatch, 60), "sbatch").strip().split(";")[0]
+
+    def running() -> str | None:
+        state, node = _job_node(client, login, job_id)
+        return node if state == "RUNNING" else None
+
+    pod = _wait(f"job {job_id} running", running, 120)
+    print(f"job {job_id} RUNNING on {pod}", file=out)
+
+    print(f"\n$ kubectl delete pod {pod}   # emulated: preStop hook, then SIGTERM", file=out, flush=True)
+    took = lifecycle.delete_pod(client, cluster.name, pod)
+    print(f"preStop (drain '{wk.REASON_POD_TERMINATING}', requeue, stop slurmd) took {took:.1f}s", file=out)
+    lifecycle.start_pod(client, cluster.name, lifecycle.plan_pod(client, cluster.name, "worker",
+                                                                  int(pod.rsplit("-", 1)[1])))
+    print(f"StatefulSet recreated {pod}", file=out, flush=True)
+    _wait(f"job {job_id} completed", lambda: _job_node(client, login, job_id)[0] == "DONE", JOB_TIMEOUT_S)
+    print(f"\n$ cat {output}", file=out)
+    print(_check(_as_researcher(client, login, ["cat", output], 30), f"cat {output}").rstrip(), file=out)
+    cli.wait_idle(client, cluster, cli.DEFAULT_UP_TIMEOUT_S, io.StringIO())
+
+
 def main(args: argparse.Namespace) -> int:
     out = sys.stdout
     ensure_images(args.flavor, out)
@@ -124,6 +173,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"reusing running cluster {args.name!r}", file=out)
         cli.wait_idle(client, cluster, cli.DEFAULT_UP_TIMEOUT_S, out)
     run_jobs(client, cluster, out)
+    show_drain(client, cluster, out)
     print("\n$ sinfo", file=out)
     cli.print_sinfo(cluster, out)
     print(f"\nshell in the login pod:  docker exec -it {cluster.login} su - {wk.DEMO_USER}", file=out)
