@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from slurmpod import confvalues
+from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, Problem
 
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PreemptMode
 PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG")
-AUTH_TYPES = ("munge", "slurm")
+AUTH_TYPES = wk.AUTH_TYPES
 TOPOLOGY_PLUGINS = ("none", "tree", "block")
 SELECT_TYPES = ("cons_tres", "linear")
 

@@ -67,10 +67,17 @@ def slurmd(auth: str, controller: str, conf: str) -> Program:
 
 
 def sackd(auth: str, controller: str) -> Program:
-    # sackd fetches the configless config for client commands. Ref: https://slurm.schedmd.com/sackd.html
+    """sackd caches the configless config for client commands and, with auth/slurm, signs and verifies
+    their credentials on /run/slurm/sack.socket (slurmd and slurmctld do that themselves).
+
+    It runs as SlurmUser, as the packaged sackd.service does (User=slurm, RuntimeDirectory=slurm); as root
+    it warns "sackd running as root instead of SlurmUser(slurm)".
+    Ref: https://slurm.schedmd.com/sackd.html
+    Ref: https://slurm.schedmd.com/authentication.html#sack
+    """
     server = controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
     body = [*_after_auth(auth), _cmd(["/usr/sbin/sackd", "-D", "--conf-server", server])]
-    return Program("sackd", _script("sackd", body), priority=20)
+    return Program("sackd", _script("sackd", body), priority=20, user="slurm")
 
 
 def sshd() -> Program:

@@ -86,13 +86,21 @@ class Settings:
         )
 
 
-def _auth(env: Mapping[str, str], role: str, spec: cluster_spec.ClusterSpec | None) -> str:
-    if role == "controller" and spec is not None:
-        return spec.auth
-    value = env.get("SLURMPOD_AUTH", "munge")
-    if value not in cluster_spec.AUTH_TYPES:
-        raise BadInput.one("SLURMPOD_AUTH", value, f"must be one of {', '.join(cluster_spec.AUTH_TYPES)}")
-    return value
+def _auth(env: Mapping[str, str], spec: cluster_spec.ClusterSpec | None) -> str:
+    """munge | slurm: the spec decides on the controller, SLURMPOD_AUTH (the ConfigMap's `auth`) elsewhere.
+
+    Both come from one ConfigMap; on the controller they must agree, or workers would start with an auth
+    type slurmctld does not accept (and fail far from the cause).
+    """
+    value = env.get(wk.ENV_AUTH)
+    if value is not None and value not in wk.AUTH_TYPES:
+        raise BadInput.one(wk.ENV_AUTH, value, f"must be one of {', '.join(wk.AUTH_TYPES)}")
+    if spec is None:
+        return value or wk.AUTH_MUNGE
+    if value is not None and value != spec.auth:
+        raise BadInput.one(wk.ENV_AUTH, value, f"differs from the cluster spec's auth: {spec.auth} "
+                           "(set the ConfigMap's `auth` and cluster.yaml's `auth:` alike)")
+    return spec.auth
 
 
 def _homes() -> tuple[OutDir, ...]:
@@ -111,7 +119,7 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     run_dir = confvalues.path(wk.ENV_RUN_DIR, str(settings.run_dir))  # written into supervisord.conf
     pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller")
     spec = cluster_spec.load(settings.cluster_spec) if role == "controller" else None
-    auth = _auth(env, role, spec)
+    auth = _auth(env, spec)
     keys: list[KeyInstall] = []
     progs: list[Program] = []
     files: list[OutFile] = []
@@ -127,6 +135,11 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
         ]
         progs.append(programs.munged())
     else:
+        # Configless slurmd and sackd pick the auth type for their first config fetch by this file alone:
+        # with /etc/slurm/slurm.key present they use auth/slurm, without it auth/munge (observed with
+        # Slurm 24.11.5 and 26.05.5: slurmd without the key fails with "Munge encode failed ... failed to
+        # initialize auth plugin"). So the key is installed there before any daemon starts; no flag is needed.
+        # Owned by SlurmUser, never readable by others. Ref: https://slurm.schedmd.com/authentication.html#slurm
         keys.append(
             KeyInstall(secrets.read_key(settings.slurm_key, "slurm key secret"), wk.SLURM_KEY, "slurm")
         )
@@ -140,6 +153,10 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
         if spec.cgroups:
             files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
         dirs.append(OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700))
+        if auth == wk.AUTH_SLURM:
+            # slurmctld's SACK socket (client commands in this pod use it). "If not using systemd, create
+            # the runtime directories". Ref: https://slurm.schedmd.com/authentication.html#single_key_setup
+            dirs.append(OutDir(wk.SLURMCTLD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
         progs.append(programs.slurmctld(auth))
         progs.append(
             programs.slurmpod_task(
@@ -163,8 +180,9 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
         ]
         dirs += _homes()
     else:  # login
-        # sackd caches the configless files here for client commands. Ref: https://slurm.schedmd.com/sackd.html
-        dirs.append(OutDir("/run/slurm", 0, 0, 0o755))
+        # sackd's runtime directory (config cache, sack.socket), owned by SlurmUser as sackd.service's
+        # RuntimeDirectory is; sackd warns when it is owned by root. Ref: https://slurm.schedmd.com/sackd.html
+        dirs.append(OutDir(wk.SLURM_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
         progs += [programs.sackd(auth, pod.controller), programs.sshd()]
         dirs += _homes()
 

@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     _opt(up, "--flavor", choices=["24.11", "26.05"], default="24.11")
     _opt(up, "--workers", type=int, default=2)
     _opt(up, "--timeout", type=float, default=120.0, help="seconds to wait for every worker to be IDLE")
+    _opt(up, "--auth", choices=["munge", "slurm"], default="munge",
+         help="AuthType: munge (munged in every pod) or slurm (auth/slurm with a generated slurm.key)")
     for c in (
         up,
         csub.add_parser("down", help="remove every container, network and volume"),

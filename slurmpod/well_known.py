@@ -35,6 +35,10 @@ ENV_RUN_DIR = "SLURMPOD_RUN_DIR"
 ENV_LOG_FORMAT = "SLURMPOD_LOG_FORMAT"  # text | json
 ENV_TERMINATION_LOG = "SLURMPOD_TERMINATION_LOG"
 ENV_SLURM_VERSION = "SLURMPOD_SLURM_VERSION"  # MAJOR.MINOR; overrides the dpkg lookup (tests, other images)
+# munge | slurm (AuthType auth/munge or auth/slurm). deploy/ sets it in every pod from the cluster
+# ConfigMap's `auth` key (configMapKeyRef); workers and login follow it, the controller checks it
+# against cluster.yaml's `auth:`. On the host it is also the twin of `slurmpod cluster up --auth`.
+ENV_AUTH = "SLURMPOD_AUTH"
 
 # --- Files kubelet mounts ---
 # Ref: https://kubernetes.io/docs/tasks/inject-data-application/downward-api-volume-expose-pod-information/
@@ -43,10 +47,24 @@ PODINFO_LABELS = "labels"
 PODINFO_ANNOTATIONS = "annotations"
 # Ref: https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/
 TERMINATION_LOG = "/dev/termination-log"
-# Secret volumes (deploy/ mounts the munge key secret here, read-only, defaultMode 0400).
+# Secret volumes (deploy/ mounts both key Secrets here, read-only, defaultMode 0400, optional: only the
+# key of the cluster's auth type has to be there).
 MUNGE_KEY_SECRET = "/run/secrets/slurmpod/munge/munge.key"
-SLURM_KEY_SECRET = "/run/secrets/slurmpod/slurm/slurm.key"  # auth/slurm (26.05 flavor)
+SLURM_KEY_SECRET = "/run/secrets/slurmpod/slurm/slurm.key"  # auth/slurm
 CLUSTER_SPEC_FILE = "/etc/slurmpod/cluster.yaml"
+
+# --- Objects in deploy/kubernetes (names before kustomize's namePrefix), read by `slurmpod cluster up` ---
+CONFIG_MAP_CLUSTER = "cluster"  # the cluster spec ConfigMap
+CONFIG_MAP_KEY_SPEC = "cluster.yaml"  # mounted at CLUSTER_SPEC_FILE on the controller
+CONFIG_MAP_KEY_AUTH = "auth"  # ENV_AUTH of every pod; equal to the spec's `auth:`
+SECRET_MUNGE = "munge"  # data key "munge.key", mounted at MUNGE_KEY_SECRET
+SECRET_SLURM_KEY = "slurm-key"  # data key "slurm.key", mounted at SLURM_KEY_SECRET
+
+# --- Authentication ---
+# Ref: https://slurm.schedmd.com/authentication.html
+AUTH_MUNGE = "munge"
+AUTH_SLURM = "slurm"
+AUTH_TYPES = (AUTH_MUNGE, AUTH_SLURM)
 
 # --- Paths inside the images ---
 RUN_DIR = "/run/slurmpod"
@@ -60,6 +78,10 @@ SLURM_CONF = "/etc/slurm/slurm.conf"
 # Ref: https://slurm.schedmd.com/authentication.html#slurm (owned by SlurmUser, mode 0600 or stricter)
 SLURM_KEY = "/etc/slurm/slurm.key"
 STATE_SAVE_LOCATION = "/var/spool/slurmctld"  # a PVC in deploy/, survives controller restarts
+# Runtime directories holding the SACK sockets (auth/slurm) that client commands connect to: sackd's
+# (also its configless cache) and slurmctld's. Ref: https://slurm.schedmd.com/authentication.html#sack
+SLURM_RUN_DIR = "/run/slurm"
+SLURMCTLD_RUN_DIR = "/run/slurmctld"
 SLURMD_SPOOL = "/var/spool/slurmd"
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SlurmctldPort
 SLURMCTLD_PORT = 6817

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from slurmpod import well_known as wk
 from slurmpod.cluster import applied, manifests, network, podspec, runtime, slurmstate, state
+from slurmpod.cluster import auth as cluster_auth
 from slurmpod.cluster.plan import PodPlan
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
 
@@ -122,11 +123,15 @@ def wait_idle(client: Any, cluster: Cluster, timeout_s: float, out: TextIO) -> N
         time.sleep(POLL_S)
 
 
-def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys.stdout) -> Cluster:
-    """Create network, volumes, files and pods; wait until every worker is IDLE."""
+def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys.stdout, *,
+       auth: str = wk.AUTH_MUNGE) -> Cluster:
+    """Create network, volumes, files and pods; wait until every worker is IDLE.
+
+    ``auth`` (munge | slurm) picks the ConfigMap's auth type and which key Secret gets a generated key.
+    """
     started = time.monotonic()
     podspec.validate_params(name, workers)
-    bundle = manifests.load(manifests.default_dir())
+    bundle = cluster_auth.configure(manifests.load(manifests.default_dir()), auth)
     client = runtime.connect()
     existing = runtime.find(client, name)
     if not existing.empty:
@@ -218,8 +223,9 @@ def print_sinfo(cluster: Cluster, out: TextIO = sys.stdout) -> None:
 def main(args: argparse.Namespace) -> int:
     command = args.cluster_command
     if command == "up":
-        cluster = up(args.name, args.flavor, args.workers, args.timeout)
-        print(f"cluster {cluster.name!r} up in {cluster.seconds:.1f}s: {len(cluster.workers)} workers IDLE")
+        cluster = up(args.name, args.flavor, args.workers, args.timeout, auth=args.auth)
+        print(f"cluster {cluster.name!r} up in {cluster.seconds:.1f}s: {len(cluster.workers)} workers IDLE "
+              f"(auth/{args.auth})")
         print_sinfo(cluster)
         print(f"shell: docker exec -it {cluster.login} su - {wk.DEMO_USER}")
         return 0

@@ -163,8 +163,30 @@ def _resource_value(ref: Mapping[str, Any], container: str, res: Mapping[str, Fr
         return None
 
 
+def _config_map_key(ref: Mapping[str, Any], bundle: Bundle, field: str, problems: list[Problem]) -> str | None:
+    """A configMapKeyRef as kubelet resolves it: the ConfigMap's ``data[key]``; None leaves the variable
+    unset (only when ``optional``; otherwise kubelet refuses to start the container).
+
+    Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#environment-variables
+    Ref: https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/kubelet_pods.go (makeEnvironmentVariables)
+    """
+    _unknown(ref, frozenset({"name", "key", "optional"}), {}, field, problems)
+    name, key, optional = str(ref.get("name", "")), str(ref.get("key", "")), ref.get("optional") is True
+    doc = bundle.find("ConfigMap", name)
+    if doc is None:
+        if not optional:
+            problems.append(Problem(f"{field}.name", name, "no such ConfigMap (kubelet: CreateContainerConfigError)"))
+        return None
+    data = doc.body.get("data") or {}
+    if key not in data:  # binaryData is not served to env
+        if not optional:
+            problems.append(Problem(f"{field}.key", key, f"not in ConfigMap {name}'s data"))
+        return None
+    return str(data[key])
+
+
 def _env(container: Mapping[str, Any], meta: PodMeta, res: Mapping[str, Fraction | None], *,
-         params: ClusterParams, field: str, problems: list[Problem]) -> list[tuple[str, str]]:
+         params: ClusterParams, bundle: Bundle, field: str, problems: list[Problem]) -> list[tuple[str, str]]:
     """The container's env in order; values expand $(VAR) over the variables defined before them."""
     env: dict[str, str] = {}
     for i, item in enumerate(container.get("env") or []):
@@ -186,6 +208,11 @@ def _env(container: Mapping[str, Any], meta: PodMeta, res: Mapping[str, Fraction
                                   field=f"{where}.valueFrom.resourceFieldRef", problems=problems)
             if got is not None:
                 env[name] = got
+        elif "configMapKeyRef" in source:
+            value = _config_map_key(source["configMapKeyRef"] or {}, bundle,
+                                    f"{where}.valueFrom.configMapKeyRef", problems)
+            if value is not None:
+                env[name] = value
         elif not source:
             env[name] = ""  # EnvVar.value defaults to ""
         else:
@@ -316,7 +343,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[
         meta = PodMeta(name=name, namespace=bundle.namespace, uid=str(uuid.uuid5(params.cluster_uid, name)),
                        node_name=params.node_name, pod_ip=ip, host_ip=params.gateway, labels=labels,
                        annotations=annotations)
-        env = _env(container, meta, res, params=params, field=cfield, problems=problems)
+        env = _env(container, meta, res, params=params, bundle=bundle, field=cfield, problems=problems)
         env_map = dict(env)
         command = container.get("command")
         args = container.get("args")

@@ -23,6 +23,10 @@ from slurmpod.errors import Problem
 
 DEFAULT_MODE = 0o644  # kubelet's default for secret, configMap and downwardAPI files
 MUNGE_KEY_BYTES = 1024  # generated for an empty Secret value (the per-cluster munge key)
+# A missing Secret/ConfigMap behind an `optional: true` volume mounts as an empty directory.
+# Ref: https://kubernetes.io/docs/concepts/storage/volumes/#secret (optional)
+SECRET_FIELDS = frozenset({"secretName", "defaultMode", "items", "optional"})
+CONFIG_MAP_FIELDS = frozenset({"name", "defaultMode", "items", "optional"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,12 @@ def resolve_secret(body: Mapping[str, Any], where: str, generate: Callable[[int]
     for key, value in (body.get("stringData") or {}).items():
         out[key] = str(value).encode("utf-8")
     return out
+
+
+def _unknown_keys(spec: Mapping[str, Any], allowed: frozenset[str], field: str, problems: list[Problem]) -> None:
+    for key in spec:
+        if key not in allowed:
+            problems.append(Problem(f"{field}.{key}", str(spec[key])[:40], "not interpreted by the emulator"))
 
 
 def _mode(raw: object, field: str, problems: list[Problem], default: int = DEFAULT_MODE) -> int:
@@ -125,15 +135,21 @@ def _source(
             items.append((str(item["path"]), value.encode("utf-8"), mode))
         return bind, _atomic_files(base, ctx.stamp, items), []
     if kind == "secret":
+        _unknown_keys(spec, SECRET_FIELDS, f"{field}.secret", problems)
         secret = str(spec.get("secretName"))
         if secret not in ctx.secrets:
+            if spec.get("optional") is True:  # kubelet mounts an empty volume for a missing optional Secret
+                return bind, _atomic_files(base, ctx.stamp, []), []
             problems.append(Problem(f"{field}.secret.secretName", secret, "no such Secret in the manifests"))
             return None, [], []
         items = _keyed_items(ctx.secrets[secret], spec, f"{field}.secret", problems)
         return bind, _atomic_files(base, ctx.stamp, items), []
     if kind == "configMap":
+        _unknown_keys(spec, CONFIG_MAP_FIELDS, f"{field}.configMap", problems)
         doc = ctx.bundle.find("ConfigMap", str(spec.get("name")))
         if doc is None:
+            if spec.get("optional") is True:
+                return bind, _atomic_files(base, ctx.stamp, []), []
             problems.append(Problem(f"{field}.configMap.name", str(spec.get("name")), "no such ConfigMap"))
             return None, [], []
         data = {k: str(v).encode("utf-8") for k, v in (doc.body.get("data") or {}).items()}

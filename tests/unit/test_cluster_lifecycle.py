@@ -15,6 +15,7 @@ import pytest
 
 from slurmpod import well_known as wk
 from slurmpod.cluster import applied, manifests, podspec
+from slurmpod.cluster import auth as cluster_auth
 from slurmpod.cluster.lifecycle import PodPatch, choose_ip, patch_template, split_pod_name
 from slurmpod.errors import BadInput
 
@@ -158,11 +159,11 @@ def test_resolve_secrets_generates_once_and_keeps_values() -> None:
         calls.append(n)
         return b"k" * n
 
-    resolved = applied.resolve_secrets(BUNDLE, gen)
+    resolved = applied.resolve_secrets(cluster_auth.configure(BUNDLE, "munge"), gen)
     secret = resolved.find("Secret", "munge")
     assert secret is not None
     assert base64.b64decode(secret.body["data"]["munge.key"]) == b"k" * 1024
-    assert calls == [1024]
+    assert calls == [1024]  # the slurm.key Secret has no data with auth munge
     podspec.plan_cluster(resolved, PARAMS, lambda n: pytest.fail("nothing left to generate"))
 
 

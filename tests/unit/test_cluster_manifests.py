@@ -52,6 +52,7 @@ def test_bundle_has_every_object() -> None:
         ("ConfigMap", "cluster"),
         ("PersistentVolumeClaim", "home"),
         ("Secret", "munge"),
+        ("Secret", "slurm-key"),
         ("Service", "slurm"),
         ("StatefulSet", "controller"),
         ("StatefulSet", "login"),
@@ -67,10 +68,11 @@ def test_service_is_headless_and_publishes_unready_pods() -> None:
         assert sts["spec"]["serviceName"] == svc.name
 
 
-def test_munge_secret_carries_no_key() -> None:
-    secret = BUNDLE.find("Secret", "munge")
+@pytest.mark.parametrize(("name", "key"), [(wk.SECRET_MUNGE, "munge.key"), (wk.SECRET_SLURM_KEY, "slurm.key")])
+def test_key_secrets_carry_no_key(name: str, key: str) -> None:
+    secret = BUNDLE.find("Secret", name)
     assert secret is not None
-    assert secret.body["data"] == {"munge.key": ""}
+    assert secret.body["data"] == {key: ""}
 
 
 def test_configmap_holds_the_cluster_spec() -> None:
@@ -78,6 +80,7 @@ def test_configmap_holds_the_cluster_spec() -> None:
     assert cm is not None
     spec = yaml.safe_load(cm.body["data"]["cluster.yaml"])
     assert spec["auth"] == "munge"
+    assert cm.body["data"][wk.CONFIG_MAP_KEY_AUTH] == spec["auth"]  # the two must agree
     assert spec["partitions"][0]["nodesets"] == ["workers"]
     assert spec["nodesets"] == [{"name": "workers", "feature": "workers"}]
 
@@ -134,10 +137,14 @@ def test_pod_shape(name: str) -> None:
         {"path": wk.PODINFO_LABELS, "fieldRef": {"fieldPath": "metadata.labels"}},
         {"path": wk.PODINFO_ANNOTATIONS, "fieldRef": {"fieldPath": "metadata.annotations"}},
     ]
-    munge_dir = str(Path(wk.MUNGE_KEY_SECRET).parent)
-    secret = volumes[mounts[munge_dir]["name"]]["secret"]
-    assert secret == {"secretName": "munge", "defaultMode": 0o400}
-    assert mounts[munge_dir]["readOnly"] is True
+    for path, secret_name in ((wk.MUNGE_KEY_SECRET, wk.SECRET_MUNGE), (wk.SLURM_KEY_SECRET, wk.SECRET_SLURM_KEY)):
+        key_dir = str(Path(path).parent)
+        secret = volumes[mounts[key_dir]["name"]]["secret"]
+        # optional: only the key of the cluster's auth type has to exist
+        assert secret == {"secretName": secret_name, "defaultMode": 0o400, "optional": True}
+        assert mounts[key_dir]["readOnly"] is True
+    auth = _env(sts)[wk.ENV_AUTH]["valueFrom"]
+    assert auth == {"configMapKeyRef": {"name": wk.CONFIG_MAP_CLUSTER, "key": wk.CONFIG_MAP_KEY_AUTH}}
 
 
 def test_worker_specifics() -> None:

@@ -163,7 +163,7 @@ def test_munge_key_one_per_cluster_mode_0400() -> None:
         return b"k" * n
 
     podspec.plan_cluster(BUNDLE, _params(), generate)
-    assert generated == [1024]  # generated once, not per pod
+    assert generated == [1024, 1024]  # once per Secret value (munge.key, slurm.key), not per pod
 
 
 def test_atomic_writer_layout() -> None:
@@ -288,7 +288,13 @@ REJECTED = [
      "valueFrom"),
     ("bad-quantity", _set([*CONTAINER, "resources", "limits", "cpu"], "1.5Q"), "resources.limits.cpu"),
     ("gpu", _set([*CONTAINER, "resources", "limits", "nvidia.com/gpu"], 1), "nvidia.com/gpu"),
-    ("no-secret", _set([*POD, "volumes", 1, "secret", "secretName"], "nope"), "secretName"),
+    ("no-secret", _set([*POD, "volumes", 1, "secret"], {"secretName": "nope", "defaultMode": 0o400}),
+     "secretName"),
+    ("secret-field", _set([*POD, "volumes", 1, "secret", "ownerReferences"], []), "ownerReferences"),
+    ("configmap-ref-missing", _set([*CONTAINER, "env", 0, "valueFrom"],
+                                   {"configMapKeyRef": {"name": "cluster", "key": "nope"}}), "configMapKeyRef.key"),
+    ("configmap-missing", _set([*CONTAINER, "env", 0, "valueFrom"],
+                               {"configMapKeyRef": {"name": "nope", "key": "auth"}}), "configMapKeyRef.name"),
     ("two-containers", lambda b: b["spec"]["template"]["spec"]["containers"].append({"name": "x"}),
      "containers"),
     ("selector", _set(["spec", "selector", "matchLabels", "x"], "y"), "matchLabels.x"),
@@ -346,3 +352,81 @@ def test_params_validated(name: str, workers: int, field: str) -> None:
 def test_ignored_fields_say_why() -> None:
     assert set(podspec.CONTAINER_IGNORED) == {"ports", "imagePullPolicy", "livenessProbe"}
     assert all(reason for reason in {**podspec.CONTAINER_IGNORED, **podspec.POD_IGNORED}.values())
+
+
+# --- configMapKeyRef and optional volumes ---------------------------------------------------------
+
+def _env_item(name: str, value_from: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def edit(b: dict[str, Any]) -> None:
+        _worker_container(b)["env"].append({"name": name, "valueFrom": value_from})
+
+    return edit
+
+
+@pytest.mark.parametrize("pod", list(PLANS))
+def test_auth_env_from_the_config_map(pod: str) -> None:
+    assert PLANS[pod].env_map()[wk.ENV_AUTH] == "munge"
+
+
+def test_config_map_key_ref_reads_data() -> None:
+    def edit(b: dict[str, Any]) -> None:
+        b["data"] = {**b["data"], "auth": "slurm", "extra": "x y"}
+        b["binaryData"] = {"bin": "AAE="}
+
+    bundle = _edit(edit, "ConfigMap", "cluster")
+    docs = {(d.kind, d.name): d for d in bundle.documents}
+    body = copy.deepcopy(dict(docs[("StatefulSet", "worker")].body))
+    _env_item("EXTRA", {"configMapKeyRef": {"name": "cluster", "key": "extra"}})(body)
+    docs[("StatefulSet", "worker")] = manifests.Document("worker.yaml", body)
+    env = _plans(manifests.Bundle(bundle.namespace, tuple(docs.values())))["demo-worker-0"].env_map()
+    assert (env[wk.ENV_AUTH], env["EXTRA"]) == ("slurm", "x y")
+    with pytest.raises(BadInput, match="bin"):  # binaryData is not served to env
+        _plans(_edit(_env_item("BIN", {"configMapKeyRef": {"name": "cluster", "key": "bin"}})))
+
+
+@pytest.mark.parametrize("ref", [{"name": "cluster", "key": "nope", "optional": True},
+                                 {"name": "nope", "key": "auth", "optional": True}], ids=["key", "configmap"])
+def test_optional_config_map_key_ref_leaves_the_variable_unset(ref: dict[str, Any]) -> None:
+    env = _plans(_edit(_env_item("MAYBE", {"configMapKeyRef": ref})))["demo-worker-0"].env_map()
+    assert "MAYBE" not in env
+    assert wk.ENV_AUTH in env
+
+
+def test_config_map_key_ref_rejects_unknown_fields() -> None:
+    with pytest.raises(BadInput, match=r"configMapKeyRef\.default"):
+        _plans(_edit(_env_item("X", {"configMapKeyRef": {"name": "cluster", "key": "auth", "default": "y"}})))
+
+
+def _volume_files(plan: PodPlan, volume: str) -> dict[str, Any]:
+    base = f"pods/{plan.name}/volumes/{volume}"
+    return {f.path.removeprefix(base): f for f in plan.files if f.path.startswith(base)}
+
+
+def test_optional_secret_missing_mounts_an_empty_directory() -> None:
+    bundle = manifests.Bundle(BUNDLE.namespace, tuple(d for d in BUNDLE.documents
+                                                      if (d.kind, d.name) != ("Secret", wk.SECRET_SLURM_KEY)))
+    plan = _plans(bundle)["demo-login-0"]
+    assert _mounts(plan)["/run/secrets/slurmpod/slurm"] == (
+        MountKind.BIND, "pods/demo-login-0/volumes/slurm-key", True)
+    stamp = "..2025_01_02_03_04_05.678000"
+    files = _volume_files(plan, "slurm-key")
+    assert sorted(files) == ["", f"/{stamp}", "/..data"]  # kubelet's atomic writer, no payload
+    assert files["/..data"].symlink_to == stamp
+    assert "/munge.key" in _volume_files(plan, "munge-key")
+
+
+def test_optional_config_map_volume_missing_mounts_an_empty_directory() -> None:
+    def edit(b: dict[str, Any]) -> None:
+        b["spec"]["template"]["spec"]["volumes"].append({"name": "extra", "configMap": {"name": "nope",
+                                                                                        "optional": True}})
+        _worker_container(b)["volumeMounts"].append({"name": "extra", "mountPath": "/etc/extra"})
+
+    plan = _plans(_edit(edit))["demo-worker-0"]
+    assert sorted(_volume_files(plan, "extra")) == ["", "/..2025_01_02_03_04_05.678000", "/..data"]
+
+
+def test_secret_without_data_mounts_an_empty_directory() -> None:
+    bundle = _edit(lambda b: b.update(data={}), "Secret", wk.SECRET_SLURM_KEY)
+    plan = _plans(bundle)["demo-worker-0"]
+    assert "/slurm.key" not in _volume_files(plan, "slurm-key")
+    assert len(_volume_files(plan, "slurm-key")) == 3

@@ -34,7 +34,11 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{name} changed; SLURMPOD_UPDATE_GOLDEN=1 to accept"
 
 
-SPECS = {"basic": podkit.SPEC_BASIC, "preempt-topology-cgroups": podkit.SPEC_PREEMPT}
+SPECS = {
+    "basic": podkit.SPEC_BASIC,
+    "preempt-topology-cgroups": podkit.SPEC_PREEMPT,
+    "auth-slurm": podkit.SPEC_BASIC.replace("auth: munge", "auth: slurm"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -135,7 +139,9 @@ def test_run_scripts(tmp_path: Path) -> None:
         programs.slurmctld("munge"),
         programs.slurmctld("slurm"),
         programs.slurmd("munge", "gpu-farm-controller-0", conf),
+        programs.slurmd("slurm", "gpu-farm-controller-0", conf),
         programs.sackd("munge", "gpu-farm-controller-0:7817"),
+        programs.sackd("slurm", "gpu-farm-controller-0"),
         programs.sshd(),
         programs.slurmpod_task("node-reaper", ["daemon", "node-reaper", "--timeout", "300"], restart=True),
     ]

@@ -80,5 +80,7 @@ def test_program_settings() -> None:
     assert (ALL["munged"].user, ALL["munged"].priority) == ("munge", 10)
     assert ALL["slurmd"].priority == ALL["slurmctld-munge"].priority == 20  # after munged
     assert ALL["sshd"].priority == 30
+    assert (ALL["sackd"].user, ALL["sackd"].priority) == ("slurm", 20)  # SlurmUser, as sackd.service runs it
+    assert ALL["slurmd"].user is None  # root: slurmd launches jobs as their users
     assert (ALL["task"].restart, ALL["task"].startsecs, ALL["task"].priority) == (False, 0, 40)
     assert _argv(ALL["task"]) == ["/usr/local/bin/slurmpod", "daemon", "reconcile-node"]

@@ -108,13 +108,32 @@ def test_controller_without_cgroups_has_no_cgroup_conf(tmp_path: Path) -> None:
     assert f"{wk.SLURM_ETC}/cgroup.conf" not in paths
 
 
-def test_controller_auth_slurm_from_spec(tmp_path: Path) -> None:
+@pytest.mark.parametrize("env_auth", ["slurm", None], ids=["env-agrees", "no-env"])
+def test_controller_auth_slurm_from_spec(tmp_path: Path, env_auth: str | None) -> None:
     pod = podkit.make_pod(tmp_path, "controller", spec="auth: slurm\n")
     podkit.write_key(pod.slurm_key)
-    p = _plan(pod, "controller", SLURMPOD_AUTH="munge")  # the spec decides for the controller
+    pod.key.unlink()  # not needed with auth/slurm
+    p = _plan(pod, "controller", SLURMPOD_AUTH=env_auth)
     assert [(k.dest, k.user) for k in p.keys] == [(wk.SLURM_KEY, "slurm")]
     assert [prog.name for prog in p.programs] == ["slurmctld", "node-reaper"]
     assert "munge" not in p.programs[0].script
+
+
+def test_controller_refuses_auth_env_that_contradicts_the_spec(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "controller", spec="auth: slurm\n")
+    podkit.write_key(pod.slurm_key)
+    with pytest.raises(BadInput) as err:
+        _plan(pod, "controller", SLURMPOD_AUTH="munge")
+    (problem,) = err.value.problems
+    assert (problem.field, problem.value) == (wk.ENV_AUTH, "munge")
+    assert "cluster spec's auth: slurm" in problem.reason
+
+
+@pytest.mark.parametrize("role", wk.ROLES)
+def test_unknown_auth_refused(tmp_path: Path, role: str) -> None:
+    pod = podkit.make_pod(tmp_path, role)
+    with pytest.raises(BadInput, match="SLURMPOD_AUTH='kerberos'"):
+        _plan(pod, role, SLURMPOD_AUTH="kerberos")
 
 
 def test_login_plan_auth_slurm(tmp_path: Path) -> None:
@@ -125,6 +144,79 @@ def test_login_plan_auth_slurm(tmp_path: Path) -> None:
     assert [prog.name for prog in p.programs] == ["sackd", "sshd"]
     assert [k.dest for k in p.keys] == [wk.SLURM_KEY]
     assert "/run/munge" not in {d.path for d in p.dirs}
+    sackd = p.programs[0]
+    assert sackd.user == "slurm"
+    assert shlex.split(sackd.script.rstrip("\n").splitlines()[-1])[1:] == [
+        "/usr/sbin/sackd", "-D", "--conf-server", f"{podkit.CONTROLLER}:{wk.SLURMCTLD_PORT}"]
+    assert "munge" not in sackd.script
+
+
+@pytest.mark.parametrize("auth", wk.AUTH_TYPES)
+def test_login_runtime_dir_belongs_to_slurm(tmp_path: Path, auth: str) -> None:
+    pod = podkit.make_pod(tmp_path, "login")
+    podkit.write_key(pod.slurm_key)
+    dirs = {d.path: d for d in _plan(pod, "login", SLURMPOD_AUTH=auth).dirs}
+    assert dirs[wk.SLURM_RUN_DIR] == start.OutDir(wk.SLURM_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755)
+
+
+@pytest.mark.parametrize(("auth", "made"), [("slurm", True), ("munge", False)])
+def test_controller_sack_dir_only_with_auth_slurm(tmp_path: Path, auth: str, made: bool) -> None:
+    pod = podkit.make_pod(tmp_path, "controller", spec=f"auth: {auth}\n")
+    podkit.write_key(pod.slurm_key)
+    dirs = {d.path: d for d in _plan(pod, "controller").dirs}
+    assert (wk.SLURMCTLD_RUN_DIR in dirs) is made
+    if made:
+        assert dirs[wk.SLURMCTLD_RUN_DIR] == start.OutDir(wk.SLURMCTLD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755)
+
+
+def _slurm_auth_pod(tmp_path: Path, role: str) -> podkit.Pod:
+    pod = podkit.make_pod(tmp_path, role, spec=podkit.SPEC_BASIC.replace("auth: munge", "auth: slurm"))
+    podkit.write_key(pod.slurm_key)
+    pod.key.unlink()  # the munge Secret has no data with auth/slurm
+    return pod
+
+
+def test_worker_plan_auth_slurm(tmp_path: Path) -> None:
+    pod = _slurm_auth_pod(tmp_path, "worker")
+    p = _plan(pod, "worker", SLURMPOD_AUTH="slurm")
+    assert [prog.name for prog in p.programs] == ["slurmd", "sshd", "reconcile-node"]  # no munged, no sackd
+    assert [(k.key.source, k.dest, k.user) for k in p.keys] == [(str(pod.slurm_key), wk.SLURM_KEY, "slurm")]
+    assert not {d.path for d in p.dirs} & {"/run/munge", "/var/lib/munge", "/var/log/munge"}
+    slurmd = next(prog for prog in p.programs if prog.name == "slurmd")
+    assert "munge" not in slurmd.script
+    argv = shlex.split(slurmd.script.rstrip("\n").splitlines()[-1])
+    assert argv[1:5] == ["/usr/sbin/slurmd", "-D", "-Z", "--conf-server"]
+    assert p.node is not None and argv[-1] == p.node.conf_string()
+
+
+@pytest.mark.parametrize("role", wk.ROLES)
+def test_auth_slurm_needs_only_the_slurm_key(tmp_path: Path, role: str) -> None:
+    pod = _slurm_auth_pod(tmp_path, role)
+    p = _plan(pod, role, SLURMPOD_AUTH="slurm")
+    assert "munged" not in [prog.name for prog in p.programs]
+    assert [(k.dest, k.user) for k in p.keys] == [(wk.SLURM_KEY, "slurm")]
+    assert f"key: {pod.slurm_key} -> {wk.SLURM_KEY} (slurm, 0400)" in start.describe(p)
+
+
+@pytest.mark.parametrize("role", wk.ROLES)
+def test_auth_slurm_validates_the_key_like_the_munge_key(tmp_path: Path, role: str) -> None:
+    pod = _slurm_auth_pod(tmp_path, role)
+    pod.slurm_key.chmod(0o444)
+    with pytest.raises(BadInput) as err:
+        _plan(pod, role, SLURMPOD_AUTH="slurm")
+    assert [(p.field, p.value) for p in err.value.problems] == [("slurm key secret mode", "0444")]
+    pod.slurm_key.unlink()
+    with pytest.raises(BadInput, match="missing"):
+        _plan(pod, role, SLURMPOD_AUTH="slurm")
+    podkit.write_key(pod.slurm_key, size=16)
+    with pytest.raises(BadInput, match="at least 32"):
+        _plan(pod, role, SLURMPOD_AUTH="slurm")
+
+
+def test_munge_auth_does_not_need_the_slurm_key(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path)
+    assert not pod.slurm_key.exists()
+    assert [k.dest for k in _plan(pod, "worker", SLURMPOD_AUTH="munge").keys] == [wk.MUNGE_KEY]
 
 
 def test_first_failing_stage_is_reported(tmp_path: Path) -> None:
