@@ -90,7 +90,9 @@ def test_pod_killed_without_prestop_then_changed_registers_its_own_definition(se
         n = node(session, pod)
         assert n is not None
         assert (n.specialized_cores, n.specialized_memory) == (0, memtotal - three_quarters), n
-        assert "re-registering: slurmctld kept an old definition" in runtime.logs_tail(session.client, pod, 300)
+        wait_for(f"{pod} logs the re-registration",
+                 lambda: True if "re-registering: slurmctld kept an old definition"
+                 in runtime.logs_tail(session.client, pod, 300) else None, 30)
     finally:
         restore_pod(session, pod)
 
@@ -125,7 +127,9 @@ def test_new_pod_clears_only_the_drain_slurmpod_set(session: Session) -> None:
         # A predecessor killed after preStop drained it (no hook now): the new pod's reconcile-node resumes it.
         scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={wk.REASON_POD_TERMINATING}")
         _replace(session, pod, run_prestop=False)
-        assert "cleared stale drain" in runtime.logs_tail(session.client, pod, 200)
+        # The node turns IDLE on the resume; the log line follows it through the run script's pipe.
+        wait_for(f"{pod} logs the cleared drain",
+                 lambda: True if "cleared stale drain" in runtime.logs_tail(session.client, pod, 300) else None, 30)
 
         # An admin's drain survives the pod's replacement, preStop hook included.
         scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={ADMIN_REASON}")
