@@ -39,6 +39,18 @@ class PartitionSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class HooksSpec:
+    """Programs Slurm runs on the nodes around jobs. Ref: https://slurm.schedmd.com/prolog_epilog.html"""
+
+    prolog: str | None = None
+    epilog: str | None = None
+    prolog_flags: tuple[str, ...] = ()
+    health_check_program: str | None = None
+    health_check_interval: int = 0  # seconds; 0 disables the periodic run
+    health_check_node_state: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSpec:
     cluster_name: str
     auth: str
@@ -50,6 +62,7 @@ class ClusterSpec:
     partitions: tuple[PartitionSpec, ...]
     nodesets: tuple[NodeSetSpec, ...]
     extra_lines: tuple[str, ...]
+    hooks: HooksSpec = HooksSpec()
 
 
 _TOP_KEYS = {
@@ -62,6 +75,7 @@ _TOP_KEYS = {
     "partitions",
     "nodesets",
     "extraLines",
+    "hooks",
     "cgroups",
 }
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
@@ -95,6 +109,42 @@ def _preempt_text(value: object) -> str:
     if value is False:
         return "OFF"
     return str(value).upper()
+
+
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologFlags
+PROLOG_FLAGS = ("Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail", "RunInJob", "Serial", "X11")
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
+HEALTH_CHECK_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY")
+_HOOK_KEYS = {"prolog", "epilog", "prologFlags", "healthCheckProgram", "healthCheckInterval",
+              "healthCheckNodeState"}
+
+
+def _hooks(doc: object, problems: list[Problem]) -> HooksSpec:
+    if doc is None:
+        return HooksSpec()
+    if not isinstance(doc, dict):
+        problems.append(Problem("hooks", str(doc), "must be a mapping"))
+        return HooksSpec()
+    _unknown(doc, _HOOK_KEYS, "hooks.", problems)
+    paths: dict[str, str | None] = {}
+    for key in ("prolog", "epilog", "healthCheckProgram"):
+        value = doc.get(key)
+        paths[key] = None if value is None else _try(problems, confvalues.path, f"hooks.{key}", str(value))
+    lists: dict[str, tuple[str, ...]] = {}
+    for key, allowed in (("prologFlags", PROLOG_FLAGS), ("healthCheckNodeState", HEALTH_CHECK_STATES)):
+        raw = doc.get(key, [])
+        if not isinstance(raw, list):
+            problems.append(Problem(f"hooks.{key}", str(raw), "must be a list"))
+            raw = []
+        for i, item in enumerate(raw):
+            _try(problems, _choice, f"hooks.{key}[{i}]", item, allowed)
+        lists[key] = tuple(str(item) for item in raw if item in allowed)
+    interval = _try(problems, confvalues.integer, "hooks.healthCheckInterval", doc.get("healthCheckInterval", 0),
+                    0, 86_400)
+    if interval and not paths["healthCheckProgram"]:
+        problems.append(Problem("hooks.healthCheckInterval", str(interval), "needs hooks.healthCheckProgram"))
+    return HooksSpec(paths["prolog"], paths["epilog"], lists["prologFlags"], paths["healthCheckProgram"],
+                     interval or 0, lists["healthCheckNodeState"])
 
 
 def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
@@ -209,6 +259,8 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         if not isinstance(line, str) or "\n" in line or "\r" in line:
             problems.append(Problem(f"extraLines[{i}]", str(line), "must be one line of text"))
 
+    hooks = _hooks(doc.get("hooks"), problems)
+
     if problems or cluster_name is None:
         raise BadInput(problems)
     return ClusterSpec(
@@ -222,6 +274,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         tuple(partitions),
         tuple(nodesets),
         tuple(extra),
+        hooks,
     )
 
 

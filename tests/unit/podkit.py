@@ -134,9 +134,16 @@ partitions:
      maxTime: 7-00:00:00}
   - {name: inference, nodesets: [h100], priorityTier: 10, preemptMode: "OFF", maxTime: "60"}
   - {name: cpu, nodesets: [cpu], priorityTier: 1, maxTime: INFINITE}
+hooks:
+  prolog: /usr/local/sbin/site-prolog
+  epilog: /usr/local/sbin/site-epilog
+  prologFlags: [Alloc, Contain]
+  healthCheckProgram: /usr/local/sbin/site-healthcheck
+  healthCheckInterval: 300
+  healthCheckNodeState: [ANY, CYCLE]
 extraLines:
   - "# site additions"
-  - "HealthCheckInterval=300"
+  - "SchedulerParameters=bf_continue"
 """
 
 

@@ -49,7 +49,7 @@ def test_full_spec() -> None:
         PartitionSpec("inference", ("h100",), False, 10, "OFF", 0, "60"),
         PartitionSpec("cpu", ("cpu",), False, 1, "OFF", 0, "INFINITE"),
     )
-    assert spec.extra_lines == ("# site additions", "HealthCheckInterval=300")
+    assert spec.extra_lines == ("# site additions", "SchedulerParameters=bf_continue")
 
 
 @pytest.mark.parametrize(
@@ -172,3 +172,41 @@ def test_duplicates_and_null_names_refused(doc: dict[str, object], field: str, v
 def test_unquoted_yaml_off_means_preempt_mode_off() -> None:
     spec = cluster_spec.parse(yaml.safe_load("partitions: [{name: p, nodesets: [workers], preemptMode: off}]"))
     assert spec.partitions[0].preempt_mode == "OFF"
+
+
+def test_hooks_render_prolog_epilog_and_health_check() -> None:
+    from slurmpod.entrypoints import render
+
+    spec = cluster_spec.parse(yaml.safe_load(podkit.SPEC_PREEMPT))
+    conf = render.slurm_conf(spec, "gpu-farm-controller-0").splitlines()
+    for line in ("Prolog=/usr/local/sbin/site-prolog", "Epilog=/usr/local/sbin/site-epilog",
+                 "PrologFlags=Alloc,Contain", "HealthCheckProgram=/usr/local/sbin/site-healthcheck",
+                 "HealthCheckInterval=300", "HealthCheckNodeState=ANY,CYCLE"):
+        assert line in conf
+
+
+def test_no_hooks_no_lines() -> None:
+    from slurmpod.entrypoints import render
+
+    conf = render.slurm_conf(cluster_spec.parse({}), "c-0")
+    assert not any(k in conf for k in ("Prolog", "Epilog", "HealthCheck"))
+
+
+@pytest.mark.parametrize(
+    ("hooks", "field"),
+    [
+        ({"prolog": "relative/prolog"}, "hooks.prolog"),
+        ({"epilog": "/bin/epilog\nSlurmUser=root"}, "hooks.epilog"),
+        ({"prologFlags": ["Alloc", "Bogus"]}, "hooks.prologFlags[1]"),
+        ({"healthCheckInterval": 60}, "hooks.healthCheckInterval"),
+        ({"healthCheckProgram": "/bin/hc", "healthCheckNodeState": ["IDLE", "SOMETIMES"]},
+         "hooks.healthCheckNodeState[1]"),
+        ({"prolog": "/bin/p", "postlog": "/bin/x"}, "hooks.postlog"),
+    ],
+    ids=["relative-path", "newline-injection", "unknown-flag", "interval-without-program", "unknown-state",
+         "unknown-key"],
+)
+def test_bad_hooks_name_the_field(hooks: dict[str, object], field: str) -> None:
+    with pytest.raises(BadInput) as err:
+        cluster_spec.parse({"hooks": hooks})
+    assert field in [p.field for p in err.value.problems], err.value.problems
