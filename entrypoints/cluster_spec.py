@@ -6,6 +6,7 @@ Every problem is reported at once, each naming its path in the document (``parti
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,26 @@ def _unknown(doc: dict[str, Any], allowed: set[str], path: str, problems: list[P
         problems.append(
             Problem(f"{path}{key}", str(doc[key]), f"unknown key (allowed: {', '.join(sorted(allowed))})")
         )
+
+
+def _mappings(
+    doc: dict[str, Any], key: str, default: list[dict[str, Any]], problems: list[Problem], *, non_empty: bool
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The mappings of list ``key`` in order, each with its path prefix (``partitions[0].``)."""
+    raw = doc.get(key, default)
+    if not isinstance(raw, list) or (non_empty and not raw):
+        problems.append(Problem(key, str(raw), "must be a non-empty list" if non_empty else "must be a list"))
+        return
+    for i, item in enumerate(raw):
+        if isinstance(item, dict):
+            yield f"{key}[{i}].", item
+        else:
+            problems.append(Problem(f"{key}[{i}]", str(item), "must be a mapping"))
+
+
+def _duplicates(kind: str, names: list[str], problems: list[Problem]) -> None:
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(Problem(kind, dup, "name used more than once"))
 
 
 def _try(problems: list[Problem], fn: Any, *args: Any) -> Any:
@@ -178,15 +199,8 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         problems.append(Problem("cgroups", str(cgroups), "must be true or false"))
 
     nodesets: list[NodeSetSpec] = []
-    raw_sets = doc.get("nodesets", [{"name": "workers", "feature": "workers"}])
-    if not isinstance(raw_sets, list):
-        problems.append(Problem("nodesets", str(raw_sets), "must be a list"))
-        raw_sets = []
-    for i, ns in enumerate(raw_sets):
-        path = f"nodesets[{i}]."
-        if not isinstance(ns, dict):
-            problems.append(Problem(path.rstrip("."), str(ns), "must be a mapping"))
-            continue
+    default_sets = [{"name": "workers", "feature": "workers"}]
+    for path, ns in _mappings(doc, "nodesets", default_sets, problems, non_empty=False):
         _unknown(ns, {"name", "feature"}, path, problems)
         name = _try(problems, confvalues.name, path + "name", str(ns.get("name", "")))
         feat = _try(
@@ -195,20 +209,11 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         if name and feat:
             nodesets.append(NodeSetSpec(name, feat))
     set_names = {n.name for n in nodesets}
-    for kind, names in (("nodesets", [n.name for n in nodesets]),):
-        for dup in sorted({n for n in names if names.count(n) > 1}):
-            problems.append(Problem(kind, dup, "name used more than once"))
+    _duplicates("nodesets", [n.name for n in nodesets], problems)
 
     partitions: list[PartitionSpec] = []
-    raw_parts = doc.get("partitions", [{"name": "main", "nodesets": ["workers"], "default": True}])
-    if not isinstance(raw_parts, list) or not raw_parts:
-        problems.append(Problem("partitions", str(raw_parts), "must be a non-empty list"))
-        raw_parts = []
-    for i, part in enumerate(raw_parts):
-        path = f"partitions[{i}]."
-        if not isinstance(part, dict):
-            problems.append(Problem(path.rstrip("."), str(part), "must be a mapping"))
-            continue
+    default_parts = [{"name": "main", "nodesets": ["workers"], "default": True}]
+    for path, part in _mappings(doc, "partitions", default_parts, problems, non_empty=True):
         _unknown(part, _PART_KEYS, path, problems)
         pname = _try(problems, confvalues.name, path + "name", str(part.get("name", "")))
         members = part.get("nodesets", [])
@@ -239,9 +244,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
                     pname, tuple(str(m) for m in members), bool(default), tier, mode, grace, max_time
                 )
             )
-    part_names = [p.name for p in partitions]
-    for dup in sorted({n for n in part_names if part_names.count(n) > 1}):
-        problems.append(Problem("partitions", dup, "name used more than once"))
+    _duplicates("partitions", [p.name for p in partitions], problems)
     if sum(p.default for p in partitions) > 1:
         problems.append(
             Problem(
