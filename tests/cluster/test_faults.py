@@ -204,3 +204,21 @@ def test_fifty_jobs_around_a_controller_restart_all_complete(session: Session) -
     assert set(got) == set(jobs)
     assert set(got.values()) <= set(session.cluster.workers)
     all_idle(session)
+
+
+def test_sigterm_stops_every_daemon_within_the_grace_period(session: Session) -> None:
+    """kubelet's SIGTERM to PID 1: supervisord stops its programs and exits 0, long before SIGKILL."""
+    pod = session.cluster.workers[-1]
+    grace = int(session.root_in(pod, "sh", "-c", f"echo ${wk.ENV_GRACE_SECONDS}").stdout.strip())
+    try:
+        started = time.monotonic()
+        session.client.api.stop(pod, timeout=grace)  # SIGTERM, SIGKILL only after `grace` seconds
+        took = time.monotonic() - started
+        state = session.client.api.inspect_container(pod)["State"]
+        assert state["ExitCode"] == 0, state  # 137 would mean SIGKILL at the end of the grace period
+        assert took < grace / 2, f"stopped in {took:.1f}s of a {grace}s grace period"
+        logs = runtime.logs_tail(session.client, pod, 80)
+        for program in ("slurmd", "munged", "sshd"):
+            assert f"stopped: {program}" in logs, logs
+    finally:
+        restore_pod(session, pod)
