@@ -125,7 +125,14 @@ def _allowed(root: Path, online: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def probe(root: Path = Path("/"), gpus: tuple[Gpu, ...] = ()) -> Hardware:
-    """Read the hardware facts under ``root``."""
+    """Read the hardware facts under ``root``; unreadable or malformed kernel files are a PermanentError."""
+    try:
+        return _probe(root, gpus)
+    except ValueError as exc:
+        raise PermanentError(f"malformed CPU, memory or cgroup file under {root}: {exc}") from None
+
+
+def _probe(root: Path, gpus: tuple[Gpu, ...]) -> Hardware:
     online_text = _read(root / "sys/devices/system/cpu/online")
     if online_text is None:
         raise PermanentError(f"cannot read {root / 'sys/devices/system/cpu/online'}")

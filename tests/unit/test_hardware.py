@@ -118,3 +118,14 @@ def test_missing_memtotal_is_permanent(tmp_path: Path) -> None:
     (root / "proc/meminfo").write_text("MemFree: 1 kB\n")
     with pytest.raises(PermanentError, match="MemTotal"):
         hardware.probe(root)
+
+
+def test_malformed_kernel_file_is_a_permanent_error_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "sys/devices/system/cpu").mkdir(parents=True)
+    (tmp_path / "sys/devices/system/cpu/online").write_text("0-1\n", encoding="ascii")
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/meminfo").write_text("MemTotal: 1000 kB\n", encoding="ascii")
+    (tmp_path / "sys/fs/cgroup").mkdir(parents=True)
+    (tmp_path / "sys/fs/cgroup/cpu.max").write_text("lots 100000\n", encoding="ascii")
+    with pytest.raises(PermanentError, match="malformed"):
+        hardware.probe(tmp_path)
