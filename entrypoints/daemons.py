@@ -104,6 +104,9 @@ def reconcile_node(node: str, expected_conf: str, wait_s: float) -> int:
         log.warning("node did not register in time", extra={"ctx": {"node": node}})
         return 1
     stale = stale_fields(state, parse_conf(expected_conf)) if expected_conf else []
+    drained = bool(state.states & {"DRAIN", "DRAINED", "DRAINING"})
+    # An admin's or a health check's drain must outlive the re-registration below.
+    kept_reason = state.reason if drained and state.reason not in STALE_LIFECYCLE_REASONS else ""
     if stale and not slurm.jobs_on_node(node):
         log.info("re-registering: slurmctld kept an old definition",
                  extra={"ctx": {"node": node, "stale": "; ".join(stale)}})
@@ -115,6 +118,9 @@ def reconcile_node(node: str, expected_conf: str, wait_s: float) -> int:
         state = _registered(node, deadline)
         if state is None:
             return 1
+        if kept_reason:
+            slurm.drain(node, kept_reason)
+            return 0
     if state.reason in STALE_LIFECYCLE_REASONS and state.states & {"DRAIN", "DRAINED", "DRAINING"}:
         slurm.resume(node)
         log.info("cleared stale drain", extra={"ctx": {"node": node, "reason": state.reason}})

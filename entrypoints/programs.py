@@ -17,12 +17,10 @@ MUNGE_WAIT_SECONDS = 30
 HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"
 
 
-def _script(name: str, body: Sequence[str]) -> str:
-    head = [
-        "#!/bin/bash",
-        f"# {name}: run script rendered by slurmpod; supervisord restarts it on exit.",
-        f"exec > >(exec sed -u 's/^/[{name}] /') 2>&1",
-    ]
+def _script(name: str, body: Sequence[str], *, prefix: bool = True) -> str:
+    head = ["#!/bin/bash", f"# {name}: run script rendered by slurmpod; supervisord restarts it on exit."]
+    if prefix:
+        head.append(f"exec > >(exec sed -u 's/^/[{name}] /') 2>&1")
     return "\n".join([*head, *body]) + "\n"
 
 
@@ -91,10 +89,14 @@ def sshd() -> Program:
 
 
 def slurmpod_task(name: str, args: Sequence[str], *, restart: bool) -> Program:
-    """A slurmpod helper (node reaper, stale-drain clearing) run under supervisord."""
+    """A slurmpod helper (node reaper, node reconciliation) run under supervisord.
+
+    No sed prefix: slurmpod's log lines name their logger already, and a one-shot task exits right
+    after its last line, when supervisord may close the pipe before sed has passed that line on.
+    """
     return Program(
         name,
-        _script(name, [_cmd(["/usr/local/bin/slurmpod", *args])]),
+        _script(name, [_cmd(["/usr/local/bin/slurmpod", *args])], prefix=False),
         priority=40,
         restart=restart,
         startsecs=0,

@@ -25,6 +25,7 @@ from clusterkit import (
     wait_ready,
 )
 
+from slurmpod import slurm
 from slurmpod import well_known as wk
 from slurmpod.cluster import lifecycle, runtime
 from slurmpod.cluster.lifecycle import PodPatch
@@ -90,9 +91,7 @@ def test_pod_killed_without_prestop_then_changed_registers_its_own_definition(se
         n = node(session, pod)
         assert n is not None
         assert (n.specialized_cores, n.specialized_memory) == (0, memtotal - three_quarters), n
-        wait_for(f"{pod} logs the re-registration",
-                 lambda: True if "re-registering: slurmctld kept an old definition"
-                 in runtime.logs_tail(session.client, pod, 300) else None, 30)
+        assert "re-registering: slurmctld kept an old definition" in runtime.logs_tail(session.client, pod, 300)
     finally:
         restore_pod(session, pod)
 
@@ -127,9 +126,14 @@ def test_new_pod_clears_only_the_drain_slurmpod_set(session: Session) -> None:
         # A predecessor killed after preStop drained it (no hook now): the new pod's reconcile-node resumes it.
         scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={wk.REASON_POD_TERMINATING}")
         _replace(session, pod, run_prestop=False)
-        # The node turns IDLE on the resume; the log line follows it through the run script's pipe.
-        wait_for(f"{pod} logs the cleared drain",
-                 lambda: True if "cleared stale drain" in runtime.logs_tail(session.client, pod, 300) else None, 30)
+        wait_for(f"{pod} reconcile-node done",
+                 lambda: True if "EXITED" in _supervised(session, pod, "reconcile-node") else None, 60)
+        n = node(session, pod)
+        assert n is not None
+        # Usable again. Either reconcile-node resumed it ("cleared stale drain"), or slurmctld had already
+        # dropped the DRAIN flag when the old slurmd went away unannounced and the new one registered
+        # (ReturnToService=2), leaving only the reason text: both orders were observed.
+        assert slurm.usable(n), n
 
         # An admin's drain survives the pod's replacement, preStop hook included.
         scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={ADMIN_REASON}")
