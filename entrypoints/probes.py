@@ -13,21 +13,20 @@ import os
 import subprocess
 import sys
 
-from slurmpod import slurm
+from slurmpod import kubelet_format, slurm
 from slurmpod import well_known as wk
-from slurmpod.errors import SlurmpodError
+from slurmpod.entrypoints import supervisor
+from slurmpod.errors import BadInput, SlurmpodError
 
 
 def _role() -> str:
     labels = os.path.join(os.environ.get(wk.ENV_PODINFO_DIR, wk.PODINFO_DIR), wk.PODINFO_LABELS)
     try:
         with open(labels, encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith(wk.LABEL_ROLE + "="):
-                    return line.split("=", 1)[1].strip().strip('"')
-    except OSError:
-        pass
-    return os.environ.get("SLURMPOD_ROLE", "worker")
+            role = kubelet_format.parse(fh.read(), labels).get(wk.LABEL_ROLE)
+    except (OSError, BadInput):
+        role = None
+    return role or os.environ.get("SLURMPOD_ROLE", "worker")
 
 
 def ready(role: str, name: str, timeout: float) -> tuple[bool, str]:
@@ -46,15 +45,8 @@ def ready(role: str, name: str, timeout: float) -> tuple[bool, str]:
 
 def live(timeout: float) -> tuple[bool, str]:
     """Every autorestarting program RUNNING (or STARTING after a crash, which supervisord handles)."""
-    conf = os.path.join(os.environ.get(wk.ENV_RUN_DIR, wk.RUN_DIR), wk.SUPERVISORD_CONF)
     try:
-        proc = subprocess.run(
-            [wk.SUPERVISORCTL, "-c", conf, "status"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        proc = supervisor.run(["status"], timeout)
     except subprocess.TimeoutExpired:
         return False, "supervisorctl timed out"
     except OSError as exc:

@@ -37,6 +37,11 @@ def _cmd(argv: Sequence[str]) -> str:
     return "exec " + " ".join(shlex.quote(a) for a in argv)
 
 
+def conf_server(controller: str) -> str:
+    """host[:port] for --conf-server; slurmctld's default port when none is given."""
+    return controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
+
+
 def munged() -> Program:
     # Ref: munged(8): --foreground; the key is installed by the entrypoint from the secret.
     return Program(
@@ -56,7 +61,7 @@ def slurmctld(auth: str) -> Program:
 
 def slurmd(auth: str, controller: str, conf: str) -> Program:
     # -Z: dynamic node; --conf-server: configless. Ref: https://slurm.schedmd.com/slurmd.html
-    server = controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
+    server = conf_server(controller)
     body = [
         *_after_auth(auth),
         _cmd(["/usr/sbin/slurmd", "-D", "-Z", "--conf-server", server, "--conf", conf]),
@@ -73,7 +78,7 @@ def sackd(auth: str, controller: str) -> Program:
     Ref: https://slurm.schedmd.com/sackd.html
     Ref: https://slurm.schedmd.com/authentication.html#sack
     """
-    server = controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
+    server = conf_server(controller)
     body = [*_after_auth(auth), _cmd(["/usr/sbin/sackd", "-D", "--conf-server", server])]
     return Program("sackd", _script("sackd", body), priority=20, user="slurm")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from slurmpod import podinfo, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, render
+from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, programs, render
 
 
 def _env(args: argparse.Namespace) -> dict[str, str]:
@@ -27,7 +27,7 @@ def node(args: argparse.Namespace) -> int:
     if args.static:
         print(spec.node_line())
         return 0
-    server = pod.controller if ":" in pod.controller else f"{pod.controller}:{wk.SLURMCTLD_PORT}"
+    server = programs.conf_server(pod.controller)
     argv = ["slurmd", "-D", "-Z", "--conf-server", server, "--conf", spec.conf_string()]
     print(" ".join(shlex.quote(a) for a in argv))
     return 0

@@ -168,14 +168,15 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     elif role == "worker":
         hw = hardware.probe(settings.hw_root, gpus.inventory())
         node = nodespec.build(pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
+        node_conf = node.conf_string()
         if node.gpus:
             files.append(OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf()))
         dirs.append(OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755))
         progs += [
-            programs.slurmd(auth, pod.controller, node.conf_string()),
+            programs.slurmd(auth, pod.controller, node_conf),
             programs.sshd(),
             programs.slurmpod_task(
-                "reconcile-node", ["daemon", "reconcile-node", "--expect", node.conf_string()], restart=False
+                "reconcile-node", ["daemon", "reconcile-node", "--expect", node_conf], restart=False
             ),
         ]
         dirs += _homes()
