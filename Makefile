@@ -24,7 +24,7 @@ test: bootstrap lint unit
 
 lint: bootstrap
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy build/__editable__*/slurmpod
+	$(VENV)/bin/mypy build/__editable__*/slurmpod host/build/__editable__*/slurmpod_host
 
 unit: bootstrap
 	$(PYTEST) tests/unit
@@ -34,7 +34,7 @@ images: bootstrap
 
 ## bench: build and start-up figures, each beside a baseline measured in the same run
 bench: bootstrap
-	$(VENV)/bin/python -P -m slurmpod.bench --out bench-results  # -P: import the installed package, not ./slurmpod
+	$(VENV)/bin/python -P -m slurmpod_host.bench --out bench-results  # -P: import the installed package, not ./slurmpod
 
 clean: bootstrap
 	-$(SP) cluster down

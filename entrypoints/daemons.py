@@ -1,13 +1,16 @@
 """Long-running helpers supervisord runs beside the Slurm daemons.
 
-node-reaper (controller): delete dynamic nodes whose pod is gone (not responding longer than the
-timeout) so `sinfo` never fills with ghosts after scale-in or preemption.
+node-reaper (controller): delete dynamic nodes whose pod is gone, so `sinfo` never fills with ghosts
+after scale-in or preemption. Only a node that has not responded for the whole timeout and carries no
+reason anyone chose to keep (an admin's, a health check's) is deleted: ``reasons.reaper_may_delete``.
 reconcile-node (worker): once this pod's slurmd has registered,
   - if slurmctld kept the definition of an earlier pod of the same name (a pod killed without its
     preStop hook, then recreated with other limits or features: slurmctld keeps a re-registering
-    dynamic node's old record), delete the record and restart slurmd so it registers afresh;
-  - clear the `slurmpod: pod terminating` drain its predecessor set; every other reason (an admin's,
-    a health check's) is left alone.
+    dynamic node's old record), delete the record and restart slurmd so it registers afresh; a reason
+    someone else set is re-applied byte for byte;
+  - lift the `slurmpod: pod terminating` drain its predecessor set; every other reason stays.
+It waits for the controller as long as it takes (a controller down for minutes is normal during an
+upgrade), and supervisord restarts it if it fails.
 """
 
 from __future__ import annotations
@@ -15,52 +18,69 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import time
+from collections.abc import Callable
+from typing import TypeVar
 
-from slurmpod import slurm
+from slurmpod import reasons
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import supervisor
-from slurmpod.errors import SlurmpodError
+from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
+from slurmpod.errors import BadInput, TransientError
+from slurmpod.nodestate import NodeState
+from slurmpod.slurm import CliSlurmClient, SlurmClient, SlurmRefused
+from slurmpod.timing import Clock, SystemClock
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-# Reasons slurmpod sets for pod lifecycle, and so may clear on a fresh start.
-STALE_LIFECYCLE_REASONS = wk.LIFECYCLE_REASONS
+# Waits between attempts while the controller does not answer: short at first, then at most this.
+BACKOFF_START = 0.5
+BACKOFF_MAX = 10.0
+STEP_TIMEOUT = 10.0
+SUPERVISOR_TIMEOUT = 30.0
 
 
-def reap_once(seen_down: dict[str, float], timeout_s: float, now: float) -> list[str]:
-    """One reaper pass; returns the nodes deleted. ``seen_down`` maps node -> first time seen down."""
+# --- node-reaper ---
+
+
+def reap_once(client: SlurmClient, seen_down: dict[str, float], timeout_s: float, now: float) -> list[str]:
+    """One reaper pass; returns the nodes deleted. ``seen_down`` maps node -> first time seen gone."""
     deleted = []
-    current = {n.name: n for n in slurm.nodes()}
+    current = {n.name: n for n in client.nodes(timeout=STEP_TIMEOUT)}
     for name in list(seen_down):
-        if name not in current:
+        if name not in current or not reasons.reaper_may_delete(current[name]):
             del seen_down[name]
     for name, n in current.items():
-        gone = n.dynamic and bool(n.states & {"NOT_RESPONDING", "DOWN"})
-        if not gone:
-            seen_down.pop(name, None)
+        if not reasons.reaper_may_delete(n):
             continue
         first = seen_down.setdefault(name, now)
-        if now - first >= timeout_s:
-            try:
-                slurm.delete_node(name)
-            except SlurmpodError as exc:  # e.g. jobs still assigned; try again next pass
-                log.warning("cannot delete node yet", extra={"ctx": {"node": name, "err": str(exc)}})
-                continue
-            log.info("deleted node whose pod is gone", extra={"ctx": {"node": name}})
-            deleted.append(name)
-            seen_down.pop(name, None)
+        if now - first < timeout_s:
+            continue
+        try:
+            client.delete_node(name, timeout=STEP_TIMEOUT)
+        except (SlurmRefused, TransientError) as exc:  # e.g. jobs still assigned; try again next pass
+            log.warning("cannot delete node yet", extra={"ctx": {"node": name, "err": str(exc)}})
+            continue
+        log.info("deleted node whose pod is gone", extra={"ctx": {"node": name}})
+        deleted.append(name)
+        seen_down.pop(name, None)
     return deleted
 
 
-def node_reaper(timeout_s: float, interval_s: float) -> int:
+def node_reaper(client: SlurmClient, timeout_s: float, interval_s: float, clock: Clock,
+                passes: int | None = None) -> int:
     seen: dict[str, float] = {}
-    while True:
+    done = 0
+    while passes is None or done < passes:
         try:
-            reap_once(seen, timeout_s, time.monotonic())
-        except SlurmpodError as exc:
+            reap_once(client, seen, timeout_s, clock.monotonic())
+        except TransientError as exc:
             log.info("reaper pass skipped", extra={"ctx": {"err": str(exc)}})
-        time.sleep(interval_s)
+        done += 1
+        clock.sleep(interval_s)
+    return 0
+
+
+# --- reconcile-node ---
 
 
 def parse_conf(conf: str) -> dict[str, str]:
@@ -68,7 +88,7 @@ def parse_conf(conf: str) -> dict[str, str]:
     return dict(item.partition("=")[::2] for item in conf.split() if "=" in item)
 
 
-def stale_fields(state: slurm.NodeState, expected: dict[str, str]) -> list[str]:
+def stale_fields(state: NodeState, expected: dict[str, str]) -> list[str]:
     """Where the registered node differs from the definition this pod asked for."""
     have = {
         "CPUs": state.cpus,
@@ -84,50 +104,76 @@ def stale_fields(state: slurm.NodeState, expected: dict[str, str]) -> list[str]:
     return out
 
 
-def _registered(node: str, deadline: float) -> slurm.NodeState | None:
-    while time.monotonic() < deadline:
-        try:
-            state = slurm.node(node)
-        except SlurmpodError:
-            state = None
-        if state is not None and not state.states & {"NOT_RESPONDING", "UNKNOWN"}:
-            return state
-        time.sleep(0.5)
-    return None
+class Reconciler:
+    """reconcile-node's steps, each retried while the controller does not answer."""
 
+    def __init__(self, client: SlurmClient, supervisor: Supervisor, node: str, clock: Clock) -> None:
+        self.client, self.supervisor, self.node, self.clock = client, supervisor, node, clock
 
-def reconcile_node(node: str, expected_conf: str, wait_s: float) -> int:
-    """Make the registered node match this pod, then clear a stale slurmpod lifecycle drain."""
-    deadline = time.monotonic() + wait_s
-    state = _registered(node, deadline)
-    if state is None:
-        log.warning("node did not register in time", extra={"ctx": {"node": node}})
-        return 1
-    stale = stale_fields(state, parse_conf(expected_conf)) if expected_conf else []
-    drained = bool(state.states & {"DRAIN", "DRAINED", "DRAINING"})
-    # An admin's or a health check's drain must outlive the re-registration below.
-    kept_reason = state.reason if drained and state.reason not in STALE_LIFECYCLE_REASONS else ""
-    if stale and not slurm.jobs_on_node(node):
+    def _patiently(self, what: str, step: Callable[[], T]) -> T:
+        """``step()`` until it does not raise TransientError: the controller may be down for long."""
+        wait = BACKOFF_START
+        while True:
+            try:
+                return step()
+            except TransientError as exc:
+                log.info("waiting for the controller", extra={"ctx": {"node": self.node, "step": what,
+                                                                       "err": str(exc)[:200]}})
+                self.clock.sleep(wait)
+                wait = min(BACKOFF_MAX, wait * 2)
+
+    def registered(self) -> NodeState:
+        """The node's record once slurmd has registered and answers (waits as long as it takes)."""
+        wait = BACKOFF_START
+        while True:
+            state = self._patiently("read node", lambda: self.client.node(self.node, timeout=STEP_TIMEOUT))
+            if state is not None and state.registered:
+                return state
+            self.clock.sleep(wait)
+            wait = min(BACKOFF_MAX / 2, wait * 2)
+
+    def run(self, expected_conf: str) -> int:
+        state = self.registered()
+        stale = stale_fields(state, parse_conf(expected_conf)) if expected_conf else []
+        hold = reasons.hold(state)
+        if stale:
+            jobs = self._patiently("list jobs", lambda: self.client.jobs_on_node(self.node, timeout=STEP_TIMEOUT))
+            if jobs:
+                log.warning("slurmctld kept an old definition, but jobs run here; not re-registering",
+                            extra={"ctx": {"node": self.node, "stale": "; ".join(stale)}})
+            else:
+                state = self._reregister(stale)
+                if hold.foreign:
+                    # Someone else's hold outlives the re-registration, byte for byte.
+                    self._patiently("re-apply reason",
+                                    lambda: self.client.drain(self.node, hold.reason, timeout=STEP_TIMEOUT))
+                    log.info("re-applied reason", extra={"ctx": {"node": self.node, "reason": hold.reason}})
+                    return 0
+        if reasons.lifecycle_may_lift(state):
+            self._patiently("resume", lambda: self.client.resume(self.node, timeout=STEP_TIMEOUT))
+            log.info("cleared stale drain", extra={"ctx": {"node": self.node, "reason": state.reason}})
+        return 0
+
+    def _reregister(self, stale: list[str]) -> NodeState:
         log.info("re-registering: slurmctld kept an old definition",
-                 extra={"ctx": {"node": node, "stale": "; ".join(stale)}})
-        supervisor.control("stop", "slurmd", timeout=30)
+                 extra={"ctx": {"node": self.node, "stale": "; ".join(stale)}})
+        self.supervisor.control("stop", "slurmd", timeout=SUPERVISOR_TIMEOUT)
         try:
-            slurm.delete_node(node)
+            self._patiently("delete node", lambda: self.client.delete_node(self.node, timeout=STEP_TIMEOUT))
         finally:
-            supervisor.control("start", "slurmd", timeout=30)
-        state = _registered(node, deadline)
-        if state is None:
-            return 1
-        if kept_reason:
-            slurm.drain(node, kept_reason)
-            return 0
-    if state.reason in STALE_LIFECYCLE_REASONS and state.states & {"DRAIN", "DRAINED", "DRAINING"}:
-        slurm.resume(node)
-        log.info("cleared stale drain", extra={"ctx": {"node": node, "reason": state.reason}})
-    return 0
+            self.supervisor.control("start", "slurmd", timeout=SUPERVISOR_TIMEOUT)
+        return self.registered()
 
 
-def main(args: argparse.Namespace) -> int:
-    if args.task == "node-reaper":
-        return node_reaper(args.timeout, args.interval)
-    return reconcile_node(os.environ.get(wk.ENV_POD_NAME, ""), args.expect or "", args.timeout)
+def reaper_main(args: argparse.Namespace) -> int:
+    if args.node_timeout < 0 or args.interval <= 0:
+        raise BadInput.one("--node-timeout/--interval", f"{args.node_timeout}/{args.interval}",
+                           "timeout must be >= 0 and interval > 0")
+    return node_reaper(CliSlurmClient(), args.node_timeout, args.interval, SystemClock())
+
+
+def reconcile_main(args: argparse.Namespace) -> int:
+    node = os.environ.get(wk.ENV_POD_NAME, "")
+    if not node:
+        raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
+    return Reconciler(CliSlurmClient(), SupervisorCtl(), node, SystemClock()).run(args.expect or "")

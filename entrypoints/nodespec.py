@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from slurmpod import confvalues
 from slurmpod import well_known as wk
-from slurmpod.entrypoints.hardware import Gpu, Hardware
 from slurmpod.errors import BadInput, Problem
+from slurmpod.hardware import Gpu, Hardware
 from slurmpod.podinfo import PodInfo
 from slurmpod.slurm_version import SlurmVersion
 
@@ -97,6 +97,13 @@ def _ranges(ids: tuple[int, ...]) -> str:
     return ",".join(out)
 
 
+# Caps that keep the slurmd command line far below the kernel's per-argument limit (MAX_ARG_STRLEN,
+# 32 pages = 128 KiB), so exec can never fail with E2BIG, and `scontrol show node` readable.
+# Ref: https://man7.org/linux/man-pages/man2/execve.2.html (Limits on size of arguments)
+MAX_FEATURES = 64
+MAX_CONF_CHARS = 8192
+
+
 def _features(pod: PodInfo, nodeset: str | None, problems: list[Problem]) -> tuple[str, ...]:
     raw: list[tuple[str, str]] = []
     if nodeset:
@@ -114,6 +121,9 @@ def _features(pod: PodInfo, nodeset: str | None, problems: list[Problem]) -> tup
             continue
         if value not in seen:
             seen.append(value)
+    if len(seen) > MAX_FEATURES:
+        problems.append(Problem(f"annotation {wk.ANNOTATION_FEATURES}", extra,
+                                f"{len(seen)} features; at most {MAX_FEATURES}"))
     return tuple(seen)
 
 
@@ -159,7 +169,7 @@ def build(pod: PodInfo, hw: Hardware, version: SlurmVersion, nodeset: str | None
     usable_mem = min([hw.memory_mib, *limits])
     mem_spec = hw.memory_mib - usable_mem
 
-    return NodeSpec(
+    spec = NodeSpec(
         name=pod.name,
         cpus=hw.cpus,
         sockets=hw.sockets,
@@ -173,3 +183,12 @@ def build(pod: PodInfo, hw: Hardware, version: SlurmVersion, nodeset: str | None
         weight=weight,
         topology=topology,
     )
+    if len(spec.conf_string()) > MAX_CONF_CHARS:
+        raise BadInput.one(f"annotation {wk.ANNOTATION_FEATURES}", extra_features(pod),
+                           f"the node definition would be {len(spec.conf_string())} characters; "
+                           f"at most {MAX_CONF_CHARS}")
+    return spec
+
+
+def extra_features(pod: PodInfo) -> str:
+    return pod.annotations.get(wk.ANNOTATION_FEATURES, "")

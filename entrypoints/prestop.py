@@ -1,15 +1,16 @@
 """`slurmpod prestop`: leave Slurm without losing a job, inside terminationGracePeriodSeconds.
 
-1. drain the node with reason `slurmpod: pod terminating` (no new work lands here), unless someone
-   else (an admin, a health check) already drained it: their reason stays;
-2. requeue its running batch jobs so they run again elsewhere;
-3. wait (bounded) for the jobs to leave the node; once they have, make them eligible at once (slurmctld
-   gives a requeued job a begin time two minutes ahead, time the job would spend idle); then stop slurmd
-   so kubelet's SIGTERM finds it gone;
+1. read the node's record; a node held by someone else (an admin's or a health check's drain, a DOWN
+   with a reason) keeps that reason; otherwise drain it with `slurmpod: pod terminating`;
+2. requeue its batch jobs one by one so they run again elsewhere; a job that ended meanwhile or that
+   Slurm will not requeue (an interactive step, --no-requeue) is reported, never fatal;
+3. wait (bounded) for the jobs to leave; make the requeued ones eligible at once (slurmctld gives a
+   requeued job a begin time about two minutes ahead); stop slurmd so kubelet's SIGTERM finds it gone;
 4. delete the dynamic node once it is empty and drained by us, so the pod that replaces it registers
-   its own definition: slurmctld keeps an existing dynamic node's record (CPUs, CoreSpecCount,
-   MemSpecLimit, Features) when a slurmd of the same name registers again. A node drained by someone
-   else is kept, with its reason, for the next pod.
+   its own definition (slurmctld keeps an existing dynamic node's record when a slurmd of the same name
+   registers again). A node held by someone else is kept, with its reason, for the next pod.
+Each step is retried until the deadline. "The controller did not answer" is never read as "no node
+record": without an answer preStop drains nothing, overwrites no reason and deletes nothing.
 Ref: https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/
 Ref: https://slurm.schedmd.com/scontrol.html#OPT_requeue
 """
@@ -17,77 +18,155 @@ Ref: https://slurm.schedmd.com/scontrol.html#OPT_requeue
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
-import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
 
-from slurmpod import slurm
+from slurmpod import reasons
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import supervisor
-from slurmpod.errors import BadInput, SlurmpodError, TransientError
+from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
+from slurmpod.errors import BadInput, PermanentError, SlurmpodError, TransientError
+from slurmpod.slurm import CliSlurmClient, SlurmClient
+from slurmpod.timing import Clock, Deadline, SystemClock
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 POLL_SECONDS = 0.2
 # Keep this much of the grace period for supervisord to stop the daemons after we return.
 RESERVE_SECONDS = 3.0
+# The longest one scontrol/squeue call may take.
+STEP_TIMEOUT = 10.0
 
 
-def run(node: str, grace: float, stop_slurmd: bool = True) -> int:
-    deadline = time.monotonic() + max(1.0, grace - RESERVE_SECONDS)
+@dataclass
+class Report:
+    """What preStop did; logged, and the exit code is 1 when the controller never answered."""
 
-    def left() -> float:
-        return max(0.5, deadline - time.monotonic())
+    node: str
+    reached_controller: bool = False
+    record: bool = False  # slurmctld has a record of the node
+    kept_reason: str = ""  # someone else's hold, left as it was
+    drained: bool = False
+    requeued: list[int] = field(default_factory=list)
+    not_requeued: dict[int, str] = field(default_factory=dict)
+    emptied: bool = False
+    released: bool = False
+    slurmd_stopped: bool = False
+    deleted: bool = False
+    errors: list[str] = field(default_factory=list)
 
-    before = slurm.node(node, timeout=min(10.0, left()))
-    foreign = before is not None and foreign_drain(before)
-    if not foreign:
-        slurm.drain(node, wk.REASON_POD_TERMINATING, timeout=min(10.0, left()))
-    jobs = slurm.jobs_on_node(node, timeout=min(10.0, left()))
-    batch = [j.job_id for j in jobs if j.batch]
-    if batch:
-        slurm.requeue(batch, timeout=min(10.0, left()))
-        log.info("requeued", extra={"ctx": {"node": node, "jobs": ",".join(map(str, batch))}})
-    empty = False
-    while time.monotonic() < deadline:
+
+class _Gave_up(Exception):
+    pass
+
+
+def _retry(deadline: Deadline, report: Report, what: str, step: Callable[[float], T]) -> T:
+    """Run ``step(timeout)`` until it succeeds or the deadline passes (then _Gave_up).
+
+    SlurmRefused (slurmctld said no) is not retried: it is raised to the caller.
+    """
+    last = ""
+    while not deadline.expired:
         try:
-            if not slurm.jobs_on_node(node, timeout=min(5.0, left())):
-                empty = True
+            return step(deadline.budget(STEP_TIMEOUT))
+        except TransientError as exc:
+            last = str(exc)
+            deadline.sleep(POLL_SECONDS)
+    report.errors.append(f"{what}: gave up at the deadline: {last}")
+    raise _Gave_up(what)
+
+
+def run(client: SlurmClient, supervisor: Supervisor, node: str, grace: float, *, clock: Clock | None = None,
+        stop_slurmd: bool = True) -> Report:
+    clock = clock or SystemClock()
+    deadline = Deadline(clock, max(1.0, grace - RESERVE_SECONDS))
+    report = Report(node)
+    with contextlib.suppress(_Gave_up):  # what could not be done is in report.errors
+        _leave_slurm(client, node, deadline, report)
+    if stop_slurmd:
+        report.slurmd_stopped = supervisor.control("stop", "slurmd", timeout=deadline.budget(STEP_TIMEOUT))
+        if report.emptied and report.drained:
+            try:
+                _retry(deadline, report, "delete node", lambda t: client.delete_node(node, timeout=t))
+                report.deleted = True
+            except _Gave_up:
+                pass
+            except PermanentError as exc:  # e.g. a job still completing: the next pod clears our drain
+                report.errors.append(f"node not deleted: {exc}")
+    _log(report)
+    return report
+
+
+def _requeuer(client: SlurmClient, job_id: int) -> Callable[[float], None]:
+    return lambda timeout: client.requeue(job_id, timeout=timeout)
+
+
+def _leave_slurm(client: SlurmClient, node: str, deadline: Deadline, report: Report) -> None:
+    state = _retry(deadline, report, "read node", lambda t: client.node(node, timeout=t))
+    report.reached_controller = True
+    if state is None:
+        return  # no record (never registered, or deleted): nothing to drain or requeue
+    report.record = True
+    hold = reasons.hold(state)
+    if hold.foreign:
+        report.kept_reason = hold.reason
+    else:
+        _retry(deadline, report, "drain", lambda t: client.drain(node, reasons.POD_TERMINATING, timeout=t))
+        report.drained = True
+    jobs = _retry(deadline, report, "list jobs", lambda t: client.jobs_on_node(node, timeout=t))
+    for job in jobs:
+        if not job.batch:
+            report.not_requeued[job.job_id] = "not a batch job (interactive allocations end with the pod)"
+            continue
+        try:
+            _retry(deadline, report, f"requeue {job.job_id}", _requeuer(client, job.job_id))
+            report.requeued.append(job.job_id)
+        except PermanentError as exc:  # ended meanwhile, or --no-requeue: report and go on
+            report.not_requeued[job.job_id] = str(exc)
+    while not deadline.expired:
+        try:
+            if not client.jobs_on_node(node, timeout=deadline.budget(5.0)):
+                report.emptied = True
                 break
         except TransientError:
             pass
-        time.sleep(POLL_SECONDS)
-    if empty and batch:
+        deadline.sleep(POLL_SECONDS)
+    if report.emptied and report.requeued:
         try:
-            slurm.start_now(batch, timeout=min(10.0, left()))
-        except SlurmpodError as exc:  # e.g. a job the user cancelled meanwhile: it waits out the delay
-            log.warning("requeued jobs keep their begin time", extra={"ctx": {"node": node, "err": str(exc)}})
-    if stop_slurmd:
-        supervisor.control("stop", "slurmd", timeout=min(10.0, left()))
-        if empty and not foreign:
-            # Ref: https://slurm.schedmd.com/dynamic_nodes.html (scontrol delete nodename)
-            try:
-                slurm.delete_node(node, timeout=min(10.0, left()))
-            except SlurmpodError as exc:  # e.g. a job still completing: the next pod clears our drain
-                log.warning("node not deleted", extra={"ctx": {"node": node, "err": str(exc)}})
-    return 0
+            _retry(deadline, report, "release requeued jobs",
+                   lambda t: client.start_now(report.requeued, timeout=t))
+            report.released = True
+        except PermanentError as exc:  # e.g. a job the user cancelled meanwhile: the rest wait out the delay
+            report.errors.append(f"requeued jobs keep their begin time: {exc}")
 
 
-def foreign_drain(state: slurm.NodeState) -> bool:
-    """Drained or down for a reason other than pod lifecycle (an admin's, a health check's)."""
-    held = bool(state.states & {"DRAIN", "DRAINED", "DRAINING", "DOWN", "FAIL"})
-    return held and bool(state.reason) and state.reason not in wk.LIFECYCLE_REASONS
+def _log(report: Report) -> None:
+    ctx = {
+        "node": report.node,
+        "drained": report.drained,
+        "kept_reason": report.kept_reason,
+        "requeued": ",".join(map(str, report.requeued)),
+        "not_requeued": "; ".join(f"{j}: {why}" for j, why in report.not_requeued.items()),
+        "deleted": report.deleted,
+        "errors": "; ".join(report.errors),
+    }
+    level = logging.INFO if report.reached_controller and not report.errors else logging.WARNING
+    log.log(level, "prestop done", extra={"ctx": ctx})
 
 
 def main(args: argparse.Namespace) -> int:
     node = os.environ.get(wk.ENV_POD_NAME, "")
     if not node:
         raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
-    grace = args.grace
-    if grace is None:
-        raw = os.environ.get(wk.ENV_GRACE_SECONDS, "30")
-        try:
-            grace = float(raw)
-        except ValueError:
-            raise BadInput.one(wk.ENV_GRACE_SECONDS, raw, "not a number") from None
-    return run(node, grace)
+    if args.grace <= 0:
+        raise BadInput.one(wk.ENV_GRACE_SECONDS, args.grace, "must be positive")
+    try:
+        report = run(CliSlurmClient(), SupervisorCtl(), node, args.grace)
+    except SlurmpodError as exc:
+        log.error("prestop failed", extra={"ctx": {"node": node, "err": str(exc)}})
+        return 1
+    return 0 if report.reached_controller else 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Literal
 
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.render import Program
@@ -37,6 +38,14 @@ def _cmd(argv: Sequence[str]) -> str:
     return "exec " + " ".join(shlex.quote(a) for a in argv)
 
 
+def slurmd_argv(controller: str, conf: str) -> tuple[str, ...]:
+    """What a worker execs: -D foreground, -Z dynamic node, --conf-server configless.
+
+    Ref: https://slurm.schedmd.com/slurmd.html
+    """
+    return ("/usr/sbin/slurmd", "-D", "-Z", "--conf-server", conf_server(controller), "--conf", conf)
+
+
 def conf_server(controller: str) -> str:
     """host[:port] for --conf-server; slurmctld's default port when none is given."""
     return controller if ":" in controller else f"{controller}:{wk.SLURMCTLD_PORT}"
@@ -60,13 +69,9 @@ def slurmctld(auth: str) -> Program:
 
 
 def slurmd(auth: str, controller: str, conf: str) -> Program:
-    # -Z: dynamic node; --conf-server: configless. Ref: https://slurm.schedmd.com/slurmd.html
-    server = conf_server(controller)
-    body = [
-        *_after_auth(auth),
-        _cmd(["/usr/sbin/slurmd", "-D", "-Z", "--conf-server", server, "--conf", conf]),
-    ]
-    return Program("slurmd", _script("slurmd", body), priority=20)
+    argv = slurmd_argv(controller, conf)
+    body = [*_after_auth(auth), _cmd(argv)]
+    return Program("slurmd", _script("slurmd", body), priority=20, argv=argv)
 
 
 def sackd(auth: str, controller: str) -> Program:
@@ -93,7 +98,7 @@ def sshd() -> Program:
     return Program("sshd", _script("sshd", body), priority=30)
 
 
-def slurmpod_task(name: str, args: Sequence[str], *, restart: bool) -> Program:
+def slurmpod_task(name: str, args: Sequence[str], *, restart: Literal["true", "false", "unexpected"]) -> Program:
     """A slurmpod helper (node reaper, node reconciliation) run under supervisord.
 
     No sed prefix: slurmpod's log lines name their logger already, and a one-shot task exits right

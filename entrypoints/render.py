@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from slurmpod import __version__
 from slurmpod import well_known as wk
@@ -28,8 +28,11 @@ class Program:
     script: str  # body of the bash run script
     priority: int
     user: str | None = None
-    restart: bool = True
+    # supervisord's autorestart: always, never, or only after an exit other than 0 (a one-shot task
+    # that must finish its job). Ref: http://supervisord.org/configuration.html#program-x-section-values
+    restart: Literal["true", "false", "unexpected"] = "true"
     startsecs: int = 1
+    argv: tuple[str, ...] = ()  # what the run script finally execs
 
 
 @cache
@@ -105,7 +108,7 @@ def supervisord_conf(
         items += [
             ("priority", p.priority),
             ("autostart", "true"),
-            ("autorestart", "true" if p.restart else "false"),
+            ("autorestart", p.restart),
             ("startsecs", p.startsecs),
             # restarts keep coming; supervisord backs off 1 s more per failed start
             ("startretries", 1000),

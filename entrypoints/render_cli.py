@@ -1,4 +1,8 @@
-"""`slurmpod render node|slurm-conf`: show what a pod would get, with no side effects."""
+"""`slurmpod render node|slurm-conf`: show what a pod would get, with no side effects.
+
+`render node` builds the worker's plan with the same code pod start uses and prints the slurmd
+command line that plan execs, so the preview is exactly what the worker runs.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,9 @@ import os
 import shlex
 from pathlib import Path
 
-from slurmpod import podinfo, slurm_version
+from slurmpod import podinfo
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, programs, render
+from slurmpod.entrypoints import cluster_spec, render, start
 
 
 def _env(args: argparse.Namespace) -> dict[str, str]:
@@ -21,15 +25,18 @@ def _env(args: argparse.Namespace) -> dict[str, str]:
 
 def node(args: argparse.Namespace) -> int:
     env = _env(args)
+    env[wk.ENV_PODINFO_DIR] = args.podinfo
+    settings = start.Settings.from_env(env)
     pod = podinfo.load(env, Path(args.podinfo))
-    hw = hardware.probe(Path(env.get("SLURMPOD_HW_ROOT", "/")), gpus.inventory())
-    spec = nodespec.build(pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
+    # Auth does not change the node; the preview needs no key secret.
+    common = start.common_without_keys(pod)
+    part = start.worker_plan(common, env, settings)
+    assert part.node is not None  # a worker plan always has its node
     if args.static:
-        print(spec.node_line())
+        print(part.node.node_line())
         return 0
-    server = programs.conf_server(pod.controller)
-    argv = ["slurmd", "-D", "-Z", "--conf-server", server, "--conf", spec.conf_string()]
-    print(" ".join(shlex.quote(a) for a in argv))
+    slurmd = next(p for p in part.programs if p.name == "slurmd")
+    print(" ".join(shlex.quote(a) for a in slurmd.argv))
     return 0
 
 

@@ -5,6 +5,7 @@ Ref: https://github.com/dun/munge/wiki/Installation-Guide#securing-the-installat
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ from slurmpod.errors import BadInput
 # munged refuses keys shorter than 32 bytes (MUNGE_MINIMUM_SECRET_LEN); mungekey makes 1024.
 MIN_KEY_BYTES = 32
 MAX_KEY_BYTES = 1 << 20
-# Group write or any access by others makes a key readable or replaceable by other users.
-TOO_OPEN = stat.S_IWGRP | stat.S_IXGRP | stat.S_IRWXO
+# Any access by group or others makes a key readable or replaceable by other users.
+TOO_OPEN = stat.S_IRWXG | stat.S_IRWXO
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +44,24 @@ def read_key(path: Path, field: str) -> Key:
         raise BadInput.one(field, str(path), f"key is {what}")
     if st.st_size > MAX_KEY_BYTES:
         raise BadInput.one(field, str(path), f"key is {st.st_size} bytes, more than {MAX_KEY_BYTES}")
-    return Key(path.read_bytes(), str(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # EACCES: the pod's user may not read the secret volume
+        raise BadInput.one(field, str(path), f"cannot read: {exc.strerror}") from None
+    return Key(data, str(path))
 
 
 def install(key: Key, dest: Path, uid: int, gid: int) -> None:
-    """Write the key 0400 owner-only, atomically (never a half-written or world-readable key)."""
+    """Write the key 0400 owner-only, atomically (never a half-written or world-readable key).
+
+    The temporary file is created with O_EXCL and O_NOFOLLOW: a file or symlink planted at its name
+    (by anyone who could write the directory) is removed, never written through.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()  # a leftover of a start that died here; unlink never follows a symlink
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
     try:
         os.write(fd, key.data)
         os.fchown(fd, uid, gid)

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import pwd
+import signal
 import socket
 import sys
 import time
@@ -18,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurmpod import confvalues, podinfo, slurm_version
+from slurmpod import confvalues, hardware, nvml, podinfo, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, gpus, hardware, nodespec, programs, render, secrets
+from slurmpod.entrypoints import cluster_spec, nodespec, programs, render, secrets
 from slurmpod.entrypoints.render import Program
 from slurmpod.errors import BadInput
 
@@ -42,6 +43,9 @@ class OutDir:
     uid: int
     gid: int
     mode: int
+    # A home directory on the shared /home volume: made only when missing (an existing one keeps its
+    # owner and mode), and a volume that refuses (root-squashed NFS, read-only) costs a warning only.
+    home: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +112,97 @@ def _homes() -> tuple[OutDir, ...]:
     out = []
     for user in pwd.getpwall():
         if user.pw_uid >= 1000 and user.pw_dir.startswith("/home/") and user.pw_uid < 60000:
-            out.append(OutDir(user.pw_dir, user.pw_uid, user.pw_gid, 0o750))
+            out.append(OutDir(user.pw_dir, user.pw_uid, user.pw_gid, 0o750, home=True))
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Common:
+    """What every role's builder starts from: the pod, its auth, and the pieces every pod has."""
+
+    pod: podinfo.PodInfo
+    auth: str
+    keys: tuple[KeyInstall, ...]
+    dirs: tuple[OutDir, ...]
+    programs: tuple[Program, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _RolePlan:
+    node: nodespec.NodeSpec | None
+    files: tuple[OutFile, ...]
+    dirs: tuple[OutDir, ...]
+    programs: tuple[Program, ...]
+
+
+def _common(settings: Settings, pod: podinfo.PodInfo, auth: str) -> _Common:
+    """The auth daemon (munged) or key (auth/slurm), and the run directory."""
+    dirs = [OutDir(str(settings.run_dir / "bin"), 0, 0, 0o755)]
+    if auth == wk.AUTH_MUNGE:
+        key = KeyInstall(secrets.read_key(settings.munge_key, "munge key secret"), wk.MUNGE_KEY, "munge")
+        dirs += [
+            OutDir("/run/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o755),
+            OutDir("/var/lib/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
+            OutDir("/var/log/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
+        ]
+        return _Common(pod, auth, (key,), tuple(dirs), (programs.munged(),))
+    # Configless slurmd and sackd pick the auth type for their first config fetch by this file alone:
+    # with /etc/slurm/slurm.key present they use auth/slurm, without it auth/munge (observed with
+    # Slurm 24.11.5 and 26.05.5: slurmd without the key fails with "Munge encode failed ... failed to
+    # initialize auth plugin"). So the key is installed there before any daemon starts; no flag is needed.
+    # Owned by SlurmUser, never readable by others. Ref: https://slurm.schedmd.com/authentication.html#slurm
+    key = KeyInstall(secrets.read_key(settings.slurm_key, "slurm key secret"), wk.SLURM_KEY, "slurm")
+    return _Common(pod, auth, (key,), tuple(dirs), ())
+
+
+def common_without_keys(pod: podinfo.PodInfo) -> _Common:
+    """For previews (`render node`): the pod without its auth pieces, which do not change the node."""
+    return _Common(pod, wk.AUTH_MUNGE, (), (), ())
+
+
+def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec) -> _RolePlan:
+    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name)),
+             # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
+             # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
+             OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n")]
+    if spec.cgroups:
+        files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
+    dirs = [OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700)]
+    if c.auth == wk.AUTH_SLURM:
+        # slurmctld's SACK socket (client commands in this pod use it). "If not using systemd, create
+        # the runtime directories". Ref: https://slurm.schedmd.com/authentication.html#single_key_setup
+        dirs.append(OutDir(wk.SLURMCTLD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
+    progs = [
+        programs.slurmctld(c.auth),
+        programs.slurmpod_task(
+            "node-reaper", ["daemon", "node-reaper", "--node-timeout", str(spec.node_timeout_seconds)],
+            restart="true",
+        ),
+    ]
+    return _RolePlan(None, tuple(files), tuple(dirs), tuple(progs))
+
+
+def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _RolePlan:
+    hw = hardware.probe(settings.hw_root, nvml.inventory())
+    node = nodespec.build(c.pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
+    node_conf = node.conf_string()
+    files = [OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf())] if node.gpus else []
+    progs = [
+        programs.slurmd(c.auth, c.pod.controller, node_conf),
+        programs.sshd(),
+        # One-shot, restarted by supervisord if it fails: it waits for the controller however long.
+        programs.slurmpod_task("reconcile-node", ["daemon", "reconcile-node", "--expect", node_conf],
+                               restart="unexpected"),
+    ]
+    dirs = (OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755), *_homes())
+    return _RolePlan(node, tuple(files), dirs, tuple(progs))
+
+
+def login_plan(c: _Common) -> _RolePlan:
+    # sackd's runtime directory (config cache, sack.socket), owned by SlurmUser as sackd.service's
+    # RuntimeDirectory is; sackd warns when it is owned by root. Ref: https://slurm.schedmd.com/sackd.html
+    dirs = (OutDir(wk.SLURM_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755), *_homes())
+    return _RolePlan(None, (), dirs, (programs.sackd(c.auth, c.pod.controller), programs.sshd()))
 
 
 def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
@@ -119,77 +212,17 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     run_dir = confvalues.path(wk.ENV_RUN_DIR, str(settings.run_dir))  # written into supervisord.conf
     pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller")
     spec = cluster_spec.load(settings.cluster_spec) if role == "controller" else None
-    auth = _auth(env, spec)
-    keys: list[KeyInstall] = []
-    progs: list[Program] = []
-    files: list[OutFile] = []
-    dirs: list[OutDir] = [OutDir(str(settings.run_dir / "bin"), 0, 0, 0o755)]
-    if auth == "munge":
-        keys.append(
-            KeyInstall(secrets.read_key(settings.munge_key, "munge key secret"), wk.MUNGE_KEY, "munge")
-        )
-        dirs += [
-            OutDir("/run/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o755),
-            OutDir("/var/lib/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
-            OutDir("/var/log/munge", wk.MUNGE_UID, wk.MUNGE_UID, 0o700),
-        ]
-        progs.append(programs.munged())
-    else:
-        # Configless slurmd and sackd pick the auth type for their first config fetch by this file alone:
-        # with /etc/slurm/slurm.key present they use auth/slurm, without it auth/munge (observed with
-        # Slurm 24.11.5 and 26.05.5: slurmd without the key fails with "Munge encode failed ... failed to
-        # initialize auth plugin"). So the key is installed there before any daemon starts; no flag is needed.
-        # Owned by SlurmUser, never readable by others. Ref: https://slurm.schedmd.com/authentication.html#slurm
-        keys.append(
-            KeyInstall(secrets.read_key(settings.slurm_key, "slurm key secret"), wk.SLURM_KEY, "slurm")
-        )
-
-    node = None
+    common = _common(settings, pod, _auth(env, spec))
     if spec is not None:
-        files.append(OutFile(wk.SLURM_CONF, render.slurm_conf(spec, pod.name)))
-        # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
-        # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
-        files.append(OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n"))
-        if spec.cgroups:
-            files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
-        dirs.append(OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700))
-        if auth == wk.AUTH_SLURM:
-            # slurmctld's SACK socket (client commands in this pod use it). "If not using systemd, create
-            # the runtime directories". Ref: https://slurm.schedmd.com/authentication.html#single_key_setup
-            dirs.append(OutDir(wk.SLURMCTLD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
-        progs.append(programs.slurmctld(auth))
-        progs.append(
-            programs.slurmpod_task(
-                "node-reaper",
-                ["daemon", "node-reaper", "--timeout", str(spec.node_timeout_seconds)],
-                restart=True,
-            )
-        )
+        part = controller_plan(common, spec)
     elif role == "worker":
-        hw = hardware.probe(settings.hw_root, gpus.inventory())
-        node = nodespec.build(pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
-        node_conf = node.conf_string()
-        if node.gpus:
-            files.append(OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf()))
-        dirs.append(OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755))
-        progs += [
-            programs.slurmd(auth, pod.controller, node_conf),
-            programs.sshd(),
-            programs.slurmpod_task(
-                "reconcile-node", ["daemon", "reconcile-node", "--expect", node_conf], restart=False
-            ),
-        ]
-        dirs += _homes()
-    else:  # login
-        # sackd's runtime directory (config cache, sack.socket), owned by SlurmUser as sackd.service's
-        # RuntimeDirectory is; sackd warns when it is owned by root. Ref: https://slurm.schedmd.com/sackd.html
-        dirs.append(OutDir(wk.SLURM_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
-        progs += [programs.sackd(auth, pod.controller), programs.sshd()]
-        dirs += _homes()
-
+        part = worker_plan(common, env, settings)
+    else:
+        part = login_plan(common)
+    progs = (*common.programs, *part.programs)
     stop_wait = max(2, pod.grace_seconds // 3)
     conf = render.supervisord_conf(role, progs, stop_wait, run_dir)
-    return StartPlan(role, pod, node, tuple(files), tuple(dirs), tuple(keys), tuple(progs), conf)
+    return StartPlan(role, pod, part.node, part.files, (*common.dirs, *part.dirs), common.keys, progs, conf)
 
 
 def _write(path: Path, content: str, mode: int) -> None:
@@ -203,6 +236,9 @@ def _write(path: Path, content: str, mode: int) -> None:
 def apply(p: StartPlan, settings: Settings) -> Path:
     """Write the plan; returns the supervisord.conf path."""
     for d in p.dirs:
+        if d.home:
+            _make_home(d)
+            continue
         path = Path(d.path)
         path.mkdir(parents=True, exist_ok=True)
         os.chown(path, d.uid, d.gid)
@@ -217,6 +253,19 @@ def apply(p: StartPlan, settings: Settings) -> Path:
     conf = settings.run_dir / wk.SUPERVISORD_CONF
     _write(conf, p.supervisord_conf, 0o644)
     return conf
+
+
+def _make_home(d: OutDir) -> None:
+    path = Path(d.path)
+    if path.exists():
+        return
+    try:
+        path.mkdir(mode=0o700)  # owner-only until chowned: never briefly open to others
+        os.chown(path, d.uid, d.gid)
+        path.chmod(d.mode)
+    except OSError as exc:  # root-squashed NFS (EACCES/EPERM), read-only /home (EROFS)
+        log.warning("home directory not made; users can still run jobs that do not need it",
+                    extra={"ctx": {"path": d.path, "err": exc.strerror or str(exc)}})
 
 
 def describe(p: StartPlan) -> str:
@@ -252,7 +301,19 @@ def _kick_supervisord(sock: Path, deadline_s: float = 5.0) -> None:
         os._exit(0)
 
 
+def _end_on_sigterm() -> None:
+    """PID 1 ignores signals it has no handler for, so a pod deleted while it starts would wait out its
+    whole grace period. Until supervisord takes over, SIGTERM ends the pod at once (nothing is half
+    written: every file is written to a temporary name and renamed)."""
+
+    def _exit(signum: int, _frame: object) -> None:
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
 def main(args: argparse.Namespace) -> int:
+    _end_on_sigterm()
     env = dict(os.environ)
     settings = Settings.from_env(env)
     p = plan(args.role, env, settings)

@@ -1,7 +1,7 @@
 """The one place that talks to the Docker engine (Python docker SDK, API 1.41, classic builder).
 
 Everything the build needs from Docker is a method here, returning plain frozen data; the rest of
-slurmpod.images never touches the SDK. Ref: https://docker-py.readthedocs.io/en/stable/api.html
+slurmpod_host.images never touches the SDK. Ref: https://docker-py.readthedocs.io/en/stable/api.html
 """
 
 from __future__ import annotations

@@ -1,7 +1,13 @@
 """The `slurmpod` command. It only parses, builds settings and calls the library.
 
-Every option has an environment twin (``--flavor`` <-> ``SLURMPOD_FLAVOR``); the flag wins.
+Every option has one environment twin, declared with its command (``--flavor`` <-> ``SLURMPOD_FLAVOR``,
+``probe --timeout`` <-> ``SLURMPOD_PROBE_TIMEOUT``); the flag wins. An environment value is parsed with
+the flag's own type and choices, so a bad one exits 2 naming the variable, like a bad flag. One name
+never carries two meanings: ``build_parser`` refuses a second declaration of a name with another meaning.
 Exit codes: 0 success, 1 check/policy/runtime failure, 2 bad input.
+
+`images`, `cluster` and `demo` are host tools from the slurmpod-host distribution (./host); the pod
+images do not carry it, and nothing on the pod path imports it.
 """
 
 from __future__ import annotations
@@ -11,32 +17,89 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from slurmpod import errors, logs, termination
+from slurmpod import well_known as wk
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[argparse.Namespace], int]
+FLAVORS = ("24.11", "26.05")
+HOST_PACKAGE = "slurmpod_host"
 
 
-def _env_name(flag: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Twin:
+    """One environment twin: its name and what it means (the option it feeds)."""
+
+    env: str
+    flag: str
+    meaning: str  # the help text: two declarations of one name must mean the same
+
+
+class Twins:
+    """The environment twins of one parser; refuses one name with two meanings."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.declared: dict[str, Twin] = {}
+        self.problems: list[errors.Problem] = []
+
+    def declare(self, twin: Twin) -> None:
+        known = self.declared.get(twin.env)
+        if known is not None and known.meaning != twin.meaning:
+            raise AssertionError(f"{twin.env} declared for {known.flag} ({known.meaning!r}) "
+                                 f"and for {twin.flag} ({twin.meaning!r})")
+        self.declared[twin.env] = twin
+
+
+def default_env_name(flag: str) -> str:
     return "SLURMPOD_" + flag.lstrip("-").replace("-", "_").upper()
 
 
-def _opt(p: argparse.ArgumentParser, flag: str, **kw: Any) -> None:
-    """Add an option whose default comes from its SLURMPOD_ environment twin."""
-    env = _env_name(flag)
-    if env in os.environ:
-        raw = os.environ[env]
-        if kw.get("action") == "append":
-            kw["default"] = [v for v in raw.split(",") if v]
-        elif kw.get("action") == "store_true":
-            kw["default"] = raw.lower() in {"1", "true", "yes"}
-        else:
-            kw["default"] = kw.get("type", str)(raw)
-    kw["help"] = (kw.get("help", "") + f" [env {env}]").strip()
+def _truthy(env: str, raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in {"1", "true", "yes", "on"}:
+        return True
+    if low in {"0", "false", "no", "off", ""}:
+        return False
+    raise errors.BadInput.one(env, raw, "expected true or false (1/0, yes/no, on/off)")
+
+
+def _from_env(env: str, raw: str, kw: Mapping[str, Any]) -> Any:
+    """Parse an environment value as argparse would parse the flag; BadInput names the variable."""
+    if kw.get("action") == "store_true":
+        return _truthy(env, raw)
+    convert = kw.get("type", str)
+    choices = kw.get("choices")
+    items = [v.strip() for v in raw.split(",") if v.strip()] if kw.get("action") == "append" else [raw]
+    out = []
+    for item in items:
+        try:
+            value = convert(item)
+        except (TypeError, ValueError):
+            raise errors.BadInput.one(env, raw, f"not a valid {getattr(convert, '__name__', 'value')}") from None
+        if choices is not None and value not in choices:
+            raise errors.BadInput.one(env, raw, f"expected one of {', '.join(map(str, choices))}")
+        out.append(value)
+    return out if kw.get("action") == "append" else out[0]
+
+
+def _opt(p: argparse.ArgumentParser, twins: Twins, flag: str, *, env: str | None = None, **kw: Any) -> None:
+    """Add an option whose default comes from its declared SLURMPOD_ environment twin."""
+    name = env or default_env_name(flag)
+    meaning = kw.get("help", "") or flag
+    twins.declare(Twin(name, flag, meaning))
+    if name in twins.environ:
+        try:
+            kw["default"] = _from_env(name, twins.environ[name], kw)
+        except errors.BadInput as exc:
+            twins.problems.extend(exc.problems)
+        kw.pop("required", None)
+    kw["help"] = (kw.get("help", "") + f" [env {name}]").strip()
     p.add_argument(flag, **kw)
 
 
@@ -44,120 +107,141 @@ def _lazy(module: str, func: str = "main") -> Handler:
     """Import the implementing module only when its command runs: keeps pod start fast."""
 
     def run(args: argparse.Namespace) -> int:
-        fn: Handler = getattr(importlib.import_module(module), func)
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if module.startswith(HOST_PACKAGE) and (exc.name or "").startswith(HOST_PACKAGE):
+                raise errors.PermanentError(
+                    f"`{module.split('.')[1]}` is a host tool from the slurmpod-host distribution, not installed "
+                    "here (pod images never carry it): in a checkout, `make bootstrap` or `pip install ./host`"
+                ) from None
+            raise
+        fn: Handler = getattr(mod, func)
         return fn(args)
 
     return run
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="slurmpod", description=__doc__.splitlines()[0])
-    _opt(parser, "--log-format", choices=["text", "json"], default="text")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    # images
-    images = sub.add_parser("images", help="build and list the container images")
+def _host_commands(sub: Any, t: Twins) -> None:
+    images = sub.add_parser("images", help="build and list the container images (host tool)")
     isub = images.add_subparsers(dest="images_command", required=True)
     b = isub.add_parser("build", help="build images (base made with debootstrap when missing)")
-    _opt(b, "--flavor", choices=["24.11", "26.05"], default="24.11")
-    _opt(
-        b,
-        "--role",
-        action="append",
-        choices=["base", "controller", "worker", "login"],
-        help="roles to build (repeatable; default: all)",
-    )
-    _opt(b, "--base-image", default=None, help="start from this registry image instead of debootstrap")
-    _opt(b, "--mirror", default=None, help="Debian mirror (default: the host's apt sources)")
-    _opt(b, "--log-file", default=None, help="full build log (default build/images-FLAVOR.log)")
-    _opt(b, "--values-file", default=None, help="write the built image ids into this Helm values file")
-    b.set_defaults(handler=_lazy("slurmpod.images.build"))
+    _opt(b, t, "--flavor", choices=FLAVORS, default="24.11", help="Slurm flavor of the images")
+    _opt(b, t, "--role", env="SLURMPOD_BUILD_ROLES", action="append",
+         choices=["base", "controller", "worker", "login"], help="roles to build (repeatable; default: all)")
+    _opt(b, t, "--base-image", default=None, help="start from this registry image instead of debootstrap")
+    _opt(b, t, "--mirror", default=None, help="Debian mirror (default: the host's apt sources)")
+    _opt(b, t, "--log-file", env="SLURMPOD_BUILD_LOG", default=None,
+         help="full build log (default build/images-FLAVOR.log)")
+    _opt(b, t, "--values-file", default=None, help="write the built image ids into this Helm values file")
+    b.set_defaults(handler=_lazy("slurmpod_host.images.build"))
     ls = isub.add_parser("list", help="list built slurmpod images")
-    ls.set_defaults(handler=_lazy("slurmpod.images.build", "list_main"))
+    ls.set_defaults(handler=_lazy("slurmpod_host.images.build", "list_main"))
 
-    # cluster
-    cluster = sub.add_parser("cluster", help="pods emulated with Docker, from the manifests in deploy/")
+    cluster = sub.add_parser("cluster", help="pods emulated with Docker, from the manifests in deploy/ (host tool)")
     csub = cluster.add_subparsers(dest="cluster_command", required=True)
     up = csub.add_parser("up", help="start controller, N workers and a login pod; wait for IDLE")
-    _opt(up, "--flavor", choices=["24.11", "26.05"], default="24.11")
-    _opt(up, "--workers", type=int, default=2)
-    _opt(up, "--timeout", type=float, default=120.0, help="seconds to wait for every worker to be IDLE")
-    _opt(up, "--auth", choices=["munge", "slurm"], default="munge",
+    _opt(up, t, "--flavor", choices=FLAVORS, default="24.11", help="Slurm flavor of the images")
+    _opt(up, t, "--workers", type=int, default=2, help="number of worker pods")
+    _opt(up, t, "--timeout", env="SLURMPOD_UP_TIMEOUT", type=float, default=120.0,
+         help="seconds to wait for every worker to be IDLE")
+    _opt(up, t, "--auth", choices=list(wk.AUTH_TYPES), default="munge",
          help="AuthType: munge (munged in every pod) or slurm (auth/slurm with a generated slurm.key)")
-    for c in (
-        up,
-        csub.add_parser("down", help="remove every container, network and volume"),
-        csub.add_parser("status", help="pods and sinfo"),
-    ):
-        _opt(c, "--name", default="slurmpod", help="cluster name (prefix of every Docker object)")
-        c.set_defaults(handler=_lazy("slurmpod.cluster.cli"))
+    for c in (up, csub.add_parser("down", help="remove every container, network and volume"),
+              csub.add_parser("status", help="pods and sinfo")):
+        _opt(c, t, "--name", default="slurmpod", help="cluster name (prefix of every Docker object)")
+        c.set_defaults(handler=_lazy("slurmpod_host.cluster.cli"))
 
-    demo = sub.add_parser("demo", help="build if needed, cluster up, run the demo jobs")
-    _opt(demo, "--flavor", choices=["24.11", "26.05"], default="24.11")
-    _opt(demo, "--workers", type=int, default=2)
-    _opt(demo, "--name", default="slurmpod")
-    demo.set_defaults(handler=_lazy("slurmpod.cluster.demo"))
+    demo = sub.add_parser("demo", help="build if needed, cluster up, run the demo jobs (host tool)")
+    _opt(demo, t, "--flavor", choices=FLAVORS, default="24.11", help="Slurm flavor of the images")
+    _opt(demo, t, "--workers", type=int, default=2, help="number of worker pods")
+    _opt(demo, t, "--name", default="slurmpod", help="cluster name (prefix of every Docker object)")
+    demo.set_defaults(handler=_lazy("slurmpod_host.cluster.demo"))
 
-    # pod runtime
+
+def _pod_commands(sub: Any, t: Twins) -> None:
     ep = sub.add_parser("entrypoint", help="pod start: render config, then exec supervisord")
     ep.add_argument("role", help="controller | worker | login")
-    _opt(ep, "--dry-run", action="store_true", help="render and print the plan; start nothing")
+    _opt(ep, t, "--dry-run", action="store_true", help="render and print the plan; start nothing")
     ep.set_defaults(handler=_lazy("slurmpod.entrypoints.start"))
 
     render = sub.add_parser("render", help="show what a pod would get; no side effects")
     rsub = render.add_subparsers(dest="render_command", required=True)
-    rn = rsub.add_parser("node", help="print the slurmd invocation for a worker")
-    _opt(rn, "--podinfo", required="SLURMPOD_PODINFO" not in os.environ, help="dir with labels, annotations")
-    _opt(rn, "--env-file", default=None, help="KEY=VALUE lines standing in for the pod's env")
-    _opt(rn, "--static", action="store_true", help="print a static NodeName= line instead")
+    podinfo_help = "dir with the pod's downward-API files (labels, annotations)"
+    rn = rsub.add_parser("node", help="print the slurmd invocation a worker would exec")
+    _opt(rn, t, "--podinfo", env=wk.ENV_PODINFO_DIR, required=True, help=podinfo_help)
+    _opt(rn, t, "--env-file", default=None, help="KEY=VALUE lines standing in for the pod's env")
+    _opt(rn, t, "--static", action="store_true", help="print a static NodeName= line instead")
     rn.set_defaults(handler=_lazy("slurmpod.entrypoints.render_cli", "node"))
     rc = rsub.add_parser("slurm-conf", help="print slurm.conf for a controller")
-    _opt(rc, "--cluster-spec", required="SLURMPOD_CLUSTER_SPEC" not in os.environ)
-    _opt(rc, "--podinfo", required="SLURMPOD_PODINFO" not in os.environ)
-    _opt(rc, "--env-file", default=None)
+    _opt(rc, t, "--cluster-spec", env=wk.ENV_CLUSTER_SPEC, required=True, help="the cluster spec YAML")
+    _opt(rc, t, "--podinfo", env=wk.ENV_PODINFO_DIR, required=True, help=podinfo_help)
+    _opt(rc, t, "--env-file", default=None, help="KEY=VALUE lines standing in for the pod's env")
     rc.set_defaults(handler=_lazy("slurmpod.entrypoints.render_cli", "slurm_conf"))
 
     probe = sub.add_parser("probe", help="Kubernetes probes")
     probe.add_argument("kind", choices=["ready", "live"])
-    _opt(probe, "--timeout", type=float, default=5.0)
+    _opt(probe, t, "--timeout", env="SLURMPOD_PROBE_TIMEOUT", type=float, default=5.0,
+         help="seconds the probe may take")
     probe.set_defaults(handler=_lazy("slurmpod.entrypoints.probes"))
 
     pre = sub.add_parser("prestop", help="drain this node, requeue its jobs, stop slurmd")
-    _opt(pre, "--grace", type=float, default=None, help="seconds (default: SLURMPOD_GRACE_SECONDS or 30)")
+    _opt(pre, t, "--grace", env=wk.ENV_GRACE_SECONDS, type=float, default=30.0,
+         help="the pod's terminationGracePeriodSeconds")
     pre.set_defaults(handler=_lazy("slurmpod.entrypoints.prestop"))
+
     daemon = sub.add_parser("daemon", help="helpers supervisord runs beside the Slurm daemons")
-    daemon.add_argument("task", choices=["node-reaper", "reconcile-node"])
-    _opt(
-        daemon,
-        "--timeout",
-        type=float,
-        default=300.0,
-        help="node-reaper: seconds a dynamic node may not respond before deletion; "
-        "reconcile-node: seconds to wait for registration",
-    )
-    _opt(daemon, "--interval", type=float, default=15.0, help="node-reaper: seconds between passes")
-    _opt(daemon, "--expect", default=None, help="reconcile-node: the --conf string this pod registers with")
-    daemon.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons"))
-    return parser
+    dsub = daemon.add_subparsers(dest="task", required=True)
+    reaper = dsub.add_parser("node-reaper", help="controller: delete dynamic nodes whose pod is gone")
+    _opt(reaper, t, "--node-timeout", type=float, default=300.0,
+         help="seconds a dynamic node may not respond before it is deleted")
+    _opt(reaper, t, "--interval", env="SLURMPOD_REAPER_INTERVAL", type=float, default=15.0,
+         help="seconds between reaper passes")
+    reaper.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons", "reaper_main"))
+    reconcile = dsub.add_parser("reconcile-node", help="worker: make the registered node match this pod")
+    _opt(reconcile, t, "--expect", env="SLURMPOD_EXPECT_CONF", default=None,
+         help="the --conf string this pod registers with")
+    reconcile.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons", "reconcile_main"))
+
+
+def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.ArgumentParser, Twins]:
+    """The parser and its environment twins (with any problems found in the environment's values)."""
+    twins = Twins(os.environ if environ is None else environ)
+    parser = argparse.ArgumentParser(prog="slurmpod", description=__doc__.splitlines()[0])
+    _opt(parser, twins, "--log-format", env=wk.ENV_LOG_FORMAT, choices=["text", "json"], default="text",
+         help="log line format")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _host_commands(sub, twins)
+    _pod_commands(sub, twins)
+    return parser, twins
+
+
+def _fail(exc: errors.SlurmpodError, prefix: str) -> int:
+    msg = f"slurmpod: {prefix}{exc}"
+    print(msg, file=sys.stderr)
+    termination.write(msg)
+    return exc.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser, twins = build_parser()
+        if twins.problems:
+            raise errors.BadInput(twins.problems)
+    except errors.BadInput as exc:
+        return _fail(exc, "bad input: ")
     args = parser.parse_args(argv)
     logs.setup(args.log_format)
     handler: Handler = args.handler
     try:
         return handler(args)
     except errors.BadInput as exc:
-        msg = f"slurmpod: bad input: {exc}"
-        print(msg, file=sys.stderr)
-        termination.write(msg)
-        return exc.exit_code
+        return _fail(exc, "bad input: ")
     except errors.SlurmpodError as exc:
-        msg = f"slurmpod: {exc}"
-        print(msg, file=sys.stderr)
-        termination.write(msg)
-        return exc.exit_code
+        return _fail(exc, "")
+    except OSError as exc:  # a read-only or full filesystem, a missing directory: one line, no traceback
+        where = f" {exc.filename}" if exc.filename else ""
+        return _fail(errors.PermanentError(f"{exc.strerror or exc}{where}"), "")
     except KeyboardInterrupt:
         return 130
 

@@ -1,165 +1,195 @@
-"""Talk to Slurm through its CLI's JSON output (pyslurm cannot build against 24.11/26.05).
+"""The one Slurm client: scontrol, squeue and sinfo with their JSON output.
 
-Every call has a timeout; output is parsed by the pure functions below.
-Ref: https://slurm.schedmd.com/scontrol.html (--json), https://slurm.schedmd.com/squeue.html
+pyslurm cannot build against Slurm 24.11 or 26.05 (PyPI has only 25.11.x and its build refuses any
+other major.minor), so slurmpod talks to Slurm through its CLI's JSON output.
+``SlurmClient`` is the seam every caller takes as a parameter; ``CliSlurmClient`` is the one real
+implementation; tests drive a recording fake (tests/fakes/slurm_client.py).
+Every call has a timeout. "The controller did not answer" is always an error, never read as "no such
+node" or "no jobs".
+Ref: https://slurm.schedmd.com/scontrol.html, https://slurm.schedmd.com/squeue.html
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from slurmpod import confvalues
+from slurmpod.commands import LocalRunner, Result, Runner
 from slurmpod.errors import PermanentError, TransientError
+from slurmpod.nodestate import NodeState, from_json, load_json, number, parse_nodes
 
 DEFAULT_TIMEOUT = 10.0
-# Node states that make a node unusable for new work. Ref: https://slurm.schedmd.com/sinfo.html#SECTION_NODE-STATE-CODES
-UNUSABLE_STATES = frozenset(
-    {
-        "DOWN",
-        "DRAIN",
-        "DRAINING",
-        "DRAINED",
-        "NOT_RESPONDING",
-        "INVALID_REG",
-        "INVALID",
-        "FAIL",
-        "FAILING",
-        "FUTURE",
-        "UNKNOWN",
-    }
-)
+# What scontrol prints when the node asked for has no record (exit 1). Any other failure means the
+# controller could not answer, which is not the same thing. Ref: slurm_strerror(ESLURM_INVALID_NODE_NAME)
+NODE_NOT_FOUND_MARKERS = ("Invalid node name specified", "not found")
+# What the Slurm commands print when they could not reach slurmctld (as opposed to slurmctld answering
+# with an error). Ref: slurm_strerror(SLURM_COMMUNICATIONS_CONNECTION_ERROR, SLURMCTLD_COMMUNICATIONS_*)
+UNREACHABLE_MARKERS = ("Unable to contact slurm controller", "Socket timed out", "Zero Bytes were transmitted",
+                       "Connection refused", "Communication connection failure", "timed out")
+# The job states in which a job holds a node. Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
+ACTIVE_JOB_STATES = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
 
 
 @dataclass(frozen=True, slots=True)
-class NodeState:
-    name: str
-    states: frozenset[str]
-    reason: str
-    cpus: int
-    real_memory: int
-    specialized_cores: int
-    specialized_memory: int
-    features: tuple[str, ...]
-    dynamic: bool
+class Job:
+    """A job as squeue reports it."""
 
-
-def run(argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT, ok_codes: Sequence[int] = (0,)) -> str:
-    """Run a Slurm command; stdout on an expected exit code, TransientError otherwise."""
-    try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise TransientError(f"{argv[0]} timed out after {timeout:.0f} s") from None
-    except FileNotFoundError:
-        raise PermanentError(f"{argv[0]} is not installed") from None
-    if proc.returncode not in ok_codes:
-        raise TransientError(f"{' '.join(argv[:3])} exited {proc.returncode}: {proc.stderr.strip()[:300]}")
-    return proc.stdout
-
-
-def _number(value: Any) -> int:
-    """Slurm's JSON wraps numbers as {"set": bool, "infinite": bool, "number": n} in newer versions."""
-    if isinstance(value, dict):
-        return int(value.get("number", 0)) if value.get("set", True) else 0
-    return int(value or 0)
-
-
-def parse_nodes(text: str) -> list[NodeState]:
-    """Parse `scontrol show nodes --json` (data_parser v0.0.4x)."""
-    doc = json.loads(text)
-    out = []
-    for node in doc.get("nodes", []):
-        state = node.get("state", [])
-        states = frozenset([state] if isinstance(state, str) else state)
-        out.append(
-            NodeState(
-                name=node["name"],
-                states=states,
-                reason=node.get("reason", "") or "",
-                cpus=_number(node.get("cpus", 0)),
-                real_memory=_number(node.get("real_memory", 0)),
-                specialized_cores=_number(node.get("specialized_cores", 0)),
-                specialized_memory=_number(node.get("specialized_memory", 0)),
-                features=tuple(node.get("features", []) or []),
-                dynamic="DYNAMIC_NORM" in states or "DYNAMIC_FUTURE" in states,
-            )
-        )
-    return out
-
-
-def nodes(timeout: float = DEFAULT_TIMEOUT) -> list[NodeState]:
-    return parse_nodes(run(["scontrol", "show", "nodes", "--json"], timeout))
-
-
-def node(name: str, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
-    confvalues.node_name("node", name)
-    found = parse_nodes(run(["scontrol", "show", "node", name, "--json"], timeout, ok_codes=(0, 1)) or "{}")
-    return next((n for n in found if n.name == name), None)
-
-
-def usable(state: NodeState) -> bool:
-    return not (state.states & UNUSABLE_STATES)
-
-
-def drain(name: str, reason: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-    confvalues.node_name("node", name)
-    confvalues.quoted_text("reason", reason)
-    run(["scontrol", "update", f"NodeName={name}", "State=DRAIN", f"Reason={reason}"], timeout)
-
-
-def resume(name: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-    confvalues.node_name("node", name)
-    run(["scontrol", "update", f"NodeName={name}", "State=RESUME"], timeout)
-
-
-def delete_node(name: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-    confvalues.node_name("node", name)
-    run(["scontrol", "delete", f"NodeName={name}"], timeout)
-
-
-@dataclass(frozen=True, slots=True)
-class JobOnNode:
     job_id: int
     batch: bool
     state: str
+    requeue: bool = True  # the job's Requeue flag: may it be requeued
+    user: str = ""
 
 
-def parse_squeue(text: str) -> list[JobOnNode]:
-    """Parse `squeue --json` into job id, whether it is a batch job, and its state."""
-    doc = json.loads(text)
-    out = []
-    for job in doc.get("jobs", []):
-        state = job.get("job_state", [])
-        state_s = state[0] if isinstance(state, list) and state else str(state)
-        out.append(JobOnNode(_number(job.get("job_id")), bool(job.get("batch_flag", False)), state_s))
-    return out
+class SlurmRefused(PermanentError):
+    """slurmctld answered and refused the request (a job that cannot be requeued, a node with jobs)."""
 
 
-def jobs_on_node(name: str, timeout: float = DEFAULT_TIMEOUT) -> list[JobOnNode]:
-    confvalues.node_name("node", name)
-    return parse_squeue(
-        run(["squeue", "--nodelist", name, "--states", "RUNNING,COMPLETING,CONFIGURING", "--json"], timeout)
-    )
+def error_of(result: Result) -> TransientError | SlurmRefused:
+    """A failed command: TransientError when slurmctld could not be reached, SlurmRefused when it said no."""
+    text = result.stderr + result.stdout
+    if any(m in text for m in UNREACHABLE_MARKERS) or not text.strip():
+        return TransientError(result.brief())
+    return SlurmRefused(result.brief())
 
 
-def requeue(job_ids: Sequence[int], timeout: float = DEFAULT_TIMEOUT) -> None:
-    if job_ids:
-        run(["scontrol", "requeue", ",".join(str(j) for j in job_ids)], timeout)
+class SlurmClient(Protocol):
+    """What slurmpod asks of Slurm. Every method raises TransientError when Slurm does not answer in
+    time and SlurmRefused when slurmctld answers with an error."""
+
+    def ping(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool: ...
+
+    def nodes(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]: ...
+
+    def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+        """The node's record, or None when slurmctld answers that it has none."""
+        ...
+
+    def jobs_on_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Job, ...]: ...
+
+    def drain(self, name: str, reason: str, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
+    def resume(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
+    def requeue(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
+    def start_now(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
+    def delete_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
+    def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
+    def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str: ...
 
 
-def start_now(job_ids: Sequence[int], timeout: float = DEFAULT_TIMEOUT) -> None:
-    """Make pending jobs eligible now (slurmctld holds a requeued job back for about two minutes).
+def reason_arg(reason: str) -> str:
+    """`Reason=` for scontrol update, keeping the reason byte for byte.
 
-    Ref: https://slurm.schedmd.com/scontrol.html#OPT_StartTime
+    scontrol strips one leading and one trailing double quote from the value (update_node.c), so the
+    value is always wrapped in quotes: a reason that itself starts or ends with a quote survives.
+    A reason is one line; no length limit is imposed here (an admin's 300-character reason is re-applied
+    as it was).
     """
-    if job_ids:
-        run(["scontrol", "update", f"JobId={','.join(str(j) for j in job_ids)}", "StartTime=now"], timeout)
+    if not reason or "\n" in reason or "\r" in reason or "\0" in reason:
+        raise ValueError(f"a node reason is one non-empty line, not {reason[:80]!r}")
+    return f'Reason="{reason}"'
 
 
-def ping(timeout: float = DEFAULT_TIMEOUT) -> bool:
-    """True when slurmctld answers. Ref: scontrol ping"""
-    out = run(["scontrol", "ping"], timeout, ok_codes=(0, 1))
-    return "UP" in out and "DOWN" not in out
+def parse_jobs(text: str) -> tuple[Job, ...]:
+    """`squeue --json` -> jobs. Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_job_info"""
+    doc = load_json(text, "squeue --json")
+    jobs = doc.get("jobs", [])
+    if not isinstance(jobs, list):
+        raise TransientError(f"squeue --json has no jobs list: {text[:200]!r}")
+    out = []
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        state = job.get("job_state", [])
+        state_s = str(state[0]) if isinstance(state, list) and state else str(state)
+        out.append(Job(number(job.get("job_id")), bool(job.get("batch_flag", False)), state_s,
+                       bool(job.get("requeue", True)), str(job.get("user_name", "") or "")))
+    return tuple(out)
+
+
+def not_found(result: Result) -> bool:
+    text = result.stderr + result.stdout
+    return result.returncode != 0 and any(m in text for m in NODE_NOT_FOUND_MARKERS)
+
+
+class CliSlurmClient:
+    """SlurmClient over the Slurm CLI, run by ``runner`` (here, or in a pod through `docker exec`)."""
+
+    def __init__(self, runner: Runner | None = None) -> None:
+        self._run = runner or LocalRunner()
+
+    def _ok(self, argv: Sequence[str], timeout: float) -> Result:
+        result = self._run(argv, timeout)
+        if result.returncode != 0:
+            raise error_of(result)
+        return result
+
+    def ping(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        # exit 1 when a controller is DOWN; Ref: https://slurm.schedmd.com/scontrol.html#OPT_ping
+        result = self._run(["scontrol", "ping"], timeout)
+        return result.returncode == 0 and "UP" in result.stdout and "DOWN" not in result.stdout
+
+    def nodes(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
+        return parse_nodes(self._ok(["scontrol", "show", "nodes", "--json"], timeout).stdout)
+
+    def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+        confvalues.node_name("node", name)
+        result = self._run(["scontrol", "show", "node", name, "--json"], timeout)
+        if not_found(result):
+            return None
+        if result.returncode != 0:
+            raise error_of(result)
+        doc = load_json(result.stdout, "scontrol show node --json")
+        for raw in doc.get("nodes", []) or []:
+            if isinstance(raw, dict) and raw.get("name") == name:
+                return from_json(raw)
+        return None
+
+    def jobs_on_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Job, ...]:
+        confvalues.node_name("node", name)
+        argv = ["squeue", "--nodelist", name, "--states", ACTIVE_JOB_STATES, "--json"]
+        return parse_jobs(self._ok(argv, timeout).stdout)
+
+    def drain(self, name: str, reason: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        confvalues.node_name("node", name)
+        self._ok(["scontrol", "update", f"NodeName={name}", "State=DRAIN", reason_arg(reason)], timeout)
+
+    def resume(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        confvalues.node_name("node", name)
+        self._ok(["scontrol", "update", f"NodeName={name}", "State=RESUME"], timeout)
+
+    def requeue(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        # Ref: https://slurm.schedmd.com/scontrol.html#OPT_requeue (batch jobs only)
+        self._ok(["scontrol", "requeue", str(int(job_id))], timeout)
+
+    def start_now(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Make pending jobs eligible now (slurmctld holds a requeued job back for about two minutes).
+
+        Ref: https://slurm.schedmd.com/scontrol.html#OPT_StartTime
+        """
+        if job_ids:
+            ids = ",".join(str(int(j)) for j in job_ids)
+            self._ok(["scontrol", "update", f"JobId={ids}", "StartTime=now"], timeout)
+
+    def delete_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        # Ref: https://slurm.schedmd.com/dynamic_nodes.html (scontrol delete nodename)
+        confvalues.node_name("node", name)
+        self._ok(["scontrol", "delete", f"NodeName={name}"], timeout)
+
+    def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._ok(["scontrol", "reconfigure"], timeout)
+
+    def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """`sinfo --summarize`: proves the client reaches its configuration and the controller."""
+        return self._ok(["sinfo", "--noheader", "--summarize"], timeout).stdout
+
+
+__all__ = ["CliSlurmClient", "Job", "NodeState", "SlurmClient", "SlurmRefused", "TransientError", "error_of",
+           "reason_arg"]

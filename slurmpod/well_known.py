@@ -39,6 +39,8 @@ ENV_SLURM_VERSION = "SLURMPOD_SLURM_VERSION"  # MAJOR.MINOR; overrides the dpkg 
 # ConfigMap's `auth` key (configMapKeyRef); workers and login follow it, the controller checks it
 # against cluster.yaml's `auth:`. On the host it is also the twin of `slurmpod cluster up --auth`.
 ENV_AUTH = "SLURMPOD_AUTH"
+# The pod's role where no `slurmpod.io/role` label is mounted (probes outside deploy/'s manifests).
+ENV_POD_ROLE = "SLURMPOD_POD_ROLE"
 
 # --- Files kubelet mounts ---
 # Ref: https://kubernetes.io/docs/tasks/inject-data-application/downward-api-volume-expose-pod-information/
@@ -105,7 +107,7 @@ LABEL_TOPOLOGY = "slurmpod.io/topology"  # generic placement path, e.g. "block1/
 # Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
 LABEL_INSTANCE = "app.kubernetes.io/instance"
 # Emulated-cluster bookkeeping (docker labels set by `slurmpod cluster up`, read by `down`).
-DOCKER_LABEL_CLUSTER = "io.slurmpod.cluster"
+DOCKER_LABEL_CLUSTER = "io.slurmpod_host.cluster"
 DOCKER_LABEL_ROLE = "io.slurmpod.role"
 # Where `slurmpod cluster up` keeps a cluster's host files (munge key, podinfo, termination logs);
 # default $XDG_STATE_HOME/slurmpod/clusters (~/.local/state/slurmpod/clusters).

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from slurmpod import slurm
 from slurmpod import well_known as wk
-from slurmpod.cluster import cli, lifecycle, runtime
+from slurmpod_host.cluster import cli, lifecycle, runtime
 
 NAME = "sptest"
 WORKERS = 2

@@ -17,8 +17,8 @@ import pytest
 from clusterkit import NAME, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import cli, demo, runtime
 from slurmpod.errors import PermanentError
+from slurmpod_host.cluster import cli, demo, runtime
 
 TEARDOWN_FILE = "test_cluster_teardown.py"
 

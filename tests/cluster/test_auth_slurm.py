@@ -16,7 +16,7 @@ import pytest
 from clusterkit import UP_TIMEOUT_S, Session, run_slurmpod
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import cli, demo, runtime
+from slurmpod_host.cluster import cli, demo, runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.smoke]
 

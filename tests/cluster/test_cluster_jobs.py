@@ -8,7 +8,7 @@ import pytest
 from clusterkit import NAME, WORKERS, Session
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import demo
+from slurmpod_host.cluster import demo
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 

@@ -11,7 +11,7 @@ import pytest
 from clusterkit import NAME, Session
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import runtime
+from slurmpod_host.cluster import runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 

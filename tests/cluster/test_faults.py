@@ -13,7 +13,7 @@ import pytest
 from clusterkit import Session, all_idle, node_json, restore_pod, scontrol, wait_for, wait_idle, wait_ready
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import lifecycle, runtime
+from slurmpod_host.cluster import lifecycle, runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 

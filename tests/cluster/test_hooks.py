@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from clusterkit import Session, all_idle, restore_pod, scontrol, wait_for, wait_ready
 
-from slurmpod.cluster import lifecycle
+from slurmpod_host.cluster import lifecycle
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 

@@ -1,6 +1,6 @@
 """Pod lifecycle -> Slurm node: limits, features, stale drains, probes and the node reaper, for real.
 
-Pods are recreated through slurmpod.cluster.lifecycle (the StatefulSet template with a patch, then
+Pods are recreated through slurmpod_host.cluster.lifecycle (the StatefulSet template with a patch, then
 delete with the preStop hook and start, as kubelet and the StatefulSet controller would). Every test
 leaves the session cluster as it found it: its workers IDLE, every pod from the unpatched template.
 """
@@ -27,8 +27,8 @@ from clusterkit import (
 
 from slurmpod import slurm
 from slurmpod import well_known as wk
-from slurmpod.cluster import lifecycle, runtime
-from slurmpod.cluster.lifecycle import PodPatch
+from slurmpod_host.cluster import lifecycle, runtime
+from slurmpod_host.cluster.lifecycle import PodPatch
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 

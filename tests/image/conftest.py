@@ -20,9 +20,9 @@ import pytest
 import testinfra
 from imagekit import CONTAINER_PREFIX, build_args, image_ref
 
-from slurmpod.images import build, flavors
-from slurmpod.images.engine import Engine, ImageInfo
-from slurmpod.images.flavors import Flavor
+from slurmpod_host.images import build, flavors
+from slurmpod_host.images.engine import Engine, ImageInfo
+from slurmpod_host.images.flavors import Flavor
 
 
 @pytest.fixture(scope="session")

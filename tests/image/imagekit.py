@@ -8,8 +8,8 @@ import tarfile
 from collections.abc import Iterator
 from typing import Any
 
-from slurmpod.images import flavors
-from slurmpod.images.flavors import Flavor
+from slurmpod_host.images import flavors
+from slurmpod_host.images.flavors import Flavor
 
 CONTAINER_PREFIX = "slurmpod-imagetest-"
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from imagekit import CONTAINER_PREFIX
 
-from slurmpod.images import flavors
-from slurmpod.images.engine import ImageInfo
-from slurmpod.images.flavors import Flavor
+from slurmpod_host.images import flavors
+from slurmpod_host.images.engine import ImageInfo
+from slurmpod_host.images.flavors import Flavor
 
 pytestmark = [pytest.mark.docker, pytest.mark.image]
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from imagekit import layer_members
 
-from slurmpod.images import build, flavors, wheelhouse
-from slurmpod.images.engine import ImageInfo
-from slurmpod.images.flavors import Flavor
+from slurmpod_host.images import build, flavors, wheelhouse
+from slurmpod_host.images.engine import ImageInfo
+from slurmpod_host.images.flavors import Flavor
 
 pytestmark = [pytest.mark.docker, pytest.mark.image]
 

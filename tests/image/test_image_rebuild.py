@@ -21,9 +21,9 @@ import pytest
 import yaml
 from imagekit import build_args
 
-from slurmpod.images import build, flavors, wheelhouse
-from slurmpod.images.engine import Engine, ImageInfo
-from slurmpod.images.flavors import Flavor
+from slurmpod_host.images import build, flavors, wheelhouse
+from slurmpod_host.images.engine import Engine, ImageInfo
+from slurmpod_host.images.flavors import Flavor
 
 pytestmark = [pytest.mark.docker, pytest.mark.image]
 

@@ -1,7 +1,7 @@
 """Builders for the pod-start unit tests: a fake machine, downwardAPI files, secrets and an environment.
 
 Everything lives under a directory the test owns (``tmp_path``); nothing touches the host's /etc or /run.
-The fake machine tree mirrors what ``slurmpod.entrypoints.hardware.probe`` reads:
+The fake machine tree mirrors what ``slurmpod.hardware.probe`` reads:
 Ref: https://docs.kernel.org/admin-guide/cputopology.html (sys/devices/system/cpu)
 Ref: https://docs.kernel.org/admin-guide/cgroup-v2.html (cpu.max, memory.max)
 Ref: https://docs.kernel.org/admin-guide/cgroup-v1/memory.html (memory.limit_in_bytes)

@@ -15,11 +15,11 @@ import yaml
 
 from slurmpod import cli
 from slurmpod import well_known as wk
-from slurmpod.cluster import applied, manifests, podspec
-from slurmpod.cluster import auth as cluster_auth
-from slurmpod.cluster.plan import PodPlan
 from slurmpod.entrypoints import cluster_spec
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster import applied, manifests, podspec
+from slurmpod_host.cluster import auth as cluster_auth
+from slurmpod_host.cluster.plan import PodPlan
 
 BUNDLE = manifests.load(manifests.default_dir())
 PARAMS = podspec.ClusterParams(name="demo", subnet=ipaddress.IPv4Network("10.213.9.0/24"),
@@ -140,9 +140,9 @@ def test_manifests_without_the_key_secret_refused() -> None:
 
 def test_cli_option_and_env_twin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(wk.ENV_AUTH, raising=False)
-    assert cli.build_parser().parse_args(["cluster", "up"]).auth == "munge"
-    assert cli.build_parser().parse_args(["cluster", "up", "--auth", "slurm"]).auth == "slurm"
+    assert cli.build_parser()[0].parse_args(["cluster", "up"]).auth == "munge"
+    assert cli.build_parser()[0].parse_args(["cluster", "up", "--auth", "slurm"]).auth == "slurm"
     monkeypatch.setenv(wk.ENV_AUTH, "slurm")
-    assert cli.build_parser().parse_args(["cluster", "up"]).auth == "slurm"
+    assert cli.build_parser()[0].parse_args(["cluster", "up"]).auth == "slurm"
     with pytest.raises(SystemExit):
-        cli.build_parser().parse_args(["cluster", "up", "--auth", "kerberos"])
+        cli.build_parser()[0].parse_args(["cluster", "up", "--auth", "kerberos"])

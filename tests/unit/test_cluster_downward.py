@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from slurmpod import kubelet_format
-from slurmpod.cluster import downward
+from slurmpod_host.cluster import downward
 
 # Expected strings from Go's strconv quote tests (src/strconv/quote_test.go, quotetests).
 GO_QUOTE = [

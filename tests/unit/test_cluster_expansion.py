@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slurmpod.cluster.expansion import expand
+from slurmpod_host.cluster.expansion import expand
 
 ENV = {"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_REF": "$(VAR_A)", "VAR_EMPTY": ""}
 

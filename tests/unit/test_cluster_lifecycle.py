@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import applied, manifests, podspec
-from slurmpod.cluster import auth as cluster_auth
-from slurmpod.cluster.lifecycle import PodPatch, choose_ip, patch_template, split_pod_name
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster import applied, manifests, podspec
+from slurmpod_host.cluster import auth as cluster_auth
+from slurmpod_host.cluster.lifecycle import PodPatch, choose_ip, patch_template, split_pod_name
 
 BUNDLE = manifests.load(manifests.default_dir())
 SUBNET = ipaddress.IPv4Network("10.213.9.0/24")

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import manifests
+from slurmpod_host.cluster import manifests
 
 DEPLOY = manifests.default_dir()
 BUNDLE = manifests.load(DEPLOY)

@@ -1,4 +1,4 @@
-"""Subnet choice for the cluster network (slurmpod.cluster.network)."""
+"""Subnet choice for the cluster network (slurmpod_host.cluster.network)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from slurmpod.cluster import network
+from slurmpod_host.cluster import network
 
 
 def test_choose_subnet_is_stable_and_in_pool() -> None:

@@ -15,9 +15,9 @@ import pytest
 
 from slurmpod import kubelet_format, podinfo
 from slurmpod import well_known as wk
-from slurmpod.cluster import manifests, podspec, state
-from slurmpod.cluster.plan import MountKind, PodPlan
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster import manifests, podspec, state
+from slurmpod_host.cluster.plan import MountKind, PodPlan
 
 BUNDLE = manifests.load(manifests.default_dir())
 SUBNET = ipaddress.IPv4Network("10.213.9.0/24")

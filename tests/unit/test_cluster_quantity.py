@@ -1,4 +1,4 @@
-"""Kubernetes quantities and the downward API's rounding (slurmpod.cluster.quantity)."""
+"""Kubernetes quantities and the downward API's rounding (slurmpod_host.cluster.quantity)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from slurmpod.cluster import quantity
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster import quantity
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import cli, manifests, podspec, runtime
-from slurmpod.cluster.plan import Mount, MountKind
+from slurmpod_host.cluster import cli, manifests, podspec, runtime
+from slurmpod_host.cluster.plan import Mount, MountKind
 
 PARAMS = podspec.ClusterParams(name="demo", subnet=ipaddress.IPv4Network("10.213.9.0/24"),
                                cluster_uid=uuid.UUID(int=1), created=datetime(2025, 1, 1, tzinfo=UTC),

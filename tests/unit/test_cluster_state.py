@@ -1,4 +1,4 @@
-"""Host files of an emulated cluster (slurmpod.cluster.state)."""
+"""Host files of an emulated cluster (slurmpod_host.cluster.state)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import state
-from slurmpod.cluster.plan import HostFile
+from slurmpod_host.cluster import state
+from slurmpod_host.cluster.plan import HostFile
 
 
 @pytest.mark.parametrize(

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from slurmpod.entrypoints.daemons import parse_conf, stale_fields
-from slurmpod.slurm import NodeState
+from slurmpod.nodestate import NodeState
 
 CONF = "CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105 " \
        "CoreSpecCount=1 MemSpecLimit=23081 Features=workers,ib"
 
 
 def _state(**kw: object) -> NodeState:
-    base: dict[str, object] = dict(name="w-0", states=frozenset({"IDLE"}), reason="", cpus=2, real_memory=24105,
-                                   specialized_cores=1, specialized_memory=23081, features=("workers", "ib"),
-                                   dynamic=True)
+    base: dict[str, object] = dict(name="w-0", base="IDLE", flags=frozenset({"DYNAMIC_NORM"}), reason="", cpus=2,
+                                   real_memory=24105, specialized_cores=1, specialized_memory=23081,
+                                   features=("workers", "ib"))
     base.update(kw)
     return NodeState(**base)  # type: ignore[arg-type]
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from podkit import Machine
 
-from slurmpod import __version__, podinfo
+from slurmpod import __version__, hardware, podinfo
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, hardware, nodespec, programs, render, start
-from slurmpod.entrypoints.hardware import Gpu
+from slurmpod.entrypoints import cluster_spec, nodespec, programs, render, start
+from slurmpod.hardware import Gpu
 from slurmpod.slurm_version import SlurmVersion
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -72,7 +72,7 @@ def test_supervisord_conf_ignores_program_order() -> None:
         programs.munged(),
         programs.slurmctld("munge"),
         programs.sshd(),
-        programs.slurmpod_task("node-reaper", ["daemon", "node-reaper"], restart=True),
+        programs.slurmpod_task("node-reaper", ["daemon", "node-reaper"], restart="true"),
     ]
     expected = render.supervisord_conf("controller", progs, 10)
     for seed in range(5):
@@ -143,7 +143,7 @@ def test_run_scripts(tmp_path: Path) -> None:
         programs.sackd("munge", "gpu-farm-controller-0:7817"),
         programs.sackd("slurm", "gpu-farm-controller-0"),
         programs.sshd(),
-        programs.slurmpod_task("node-reaper", ["daemon", "node-reaper", "--timeout", "300"], restart=True),
+        programs.slurmpod_task("node-reaper", ["daemon", "node-reaper", "--node-timeout", "300"], restart="true"),
     ]
     text = "".join(
         f"=== {p.name} (priority {p.priority}, user {p.user}, restart {p.restart})\n{p.script}" for p in scripts

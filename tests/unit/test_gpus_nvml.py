@@ -19,7 +19,7 @@ FAKE_SRC = Path(__file__).resolve().parents[1] / "fakes" / "nvml" / "fake_nvml.c
 
 PROBE = """
 import json
-from slurmpod.entrypoints import gpus
+from slurmpod import nvml as gpus
 print(json.dumps([[g.index, g.minor, g.uuid, g.name, list(g.cpu_affinity)] for g in gpus.inventory()]))
 """
 

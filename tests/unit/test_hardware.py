@@ -8,7 +8,7 @@ import podkit
 import pytest
 from podkit import Machine
 
-from slurmpod.entrypoints import hardware
+from slurmpod import hardware
 from slurmpod.errors import PermanentError
 
 GIB = 1 << 30

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from slurmpod.errors import BadInput
-from slurmpod.images import build, flavors, progress, rootfs
-from slurmpod.images.engine import ImageInfo
+from slurmpod_host.images import build, flavors, progress, rootfs
+from slurmpod_host.images.engine import ImageInfo
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from slurmpod import well_known
-from slurmpod.images import build, flavors
+from slurmpod_host.images import build, flavors
 
 FILESYSTEM = {"RUN", "COPY", "ADD"}
 

@@ -6,7 +6,7 @@ import pytest
 
 from slurmpod import well_known
 from slurmpod.errors import BadInput
-from slurmpod.images import flavors
+from slurmpod_host.images import flavors
 
 
 def test_table_matches_the_contract() -> None:

@@ -9,7 +9,7 @@ import yaml
 
 from slurmpod import well_known
 from slurmpod.errors import BadInput
-from slurmpod.images import labels, values
+from slurmpod_host.images import labels, values
 
 INPUTS = labels.LabelInputs(role="worker", flavor="24.11", version="0.1.0", revision="abc123",
                             source="https://github.com/slurmpod/slurmpod", created="2026-11-30T07:00:00Z",

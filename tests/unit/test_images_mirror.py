@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from slurmpod.errors import BadInput, PermanentError
-from slurmpod.images import mirror
+from slurmpod_host.images import mirror
 
 HOST_DEB822 = """\
 Types: deb

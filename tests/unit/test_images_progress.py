@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from slurmpod.images import progress
-from slurmpod.images.progress import Kind
+from slurmpod_host.images import progress
+from slurmpod_host.images.progress import Kind
 
 # What Docker 20.10's classic builder streams (the `stream` texts, as chunks arrive).
 STREAM = [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from slurmpod.errors import PermanentError
-from slurmpod.images import flavors, wheelhouse
+from slurmpod_host.images import flavors, wheelhouse
 
 
 def values_after(cmd: list[str], flag: str) -> list[str]:
@@ -79,7 +79,7 @@ def test_download_failure_is_permanent_and_leaves_no_half_cache(tmp_path: Path) 
 def test_source_paths_follow_the_package_dir_mapping(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "slurmpod"\nversion = "1.2.3"\nreadme = "README.md"\n'
-        '[tool.setuptools]\npackage-dir = { "slurmpod" = "slurmpod", "slurmpod.images" = "images" }\n')
+        '[tool.setuptools]\npackage-dir = { "slurmpod" = "slurmpod", "slurmpod_host.images" = "images" }\n')
     assert wheelhouse.source_paths(tmp_path) == ["README.md", "images", "pyproject.toml", "slurmpod"]
     assert wheelhouse.project_version(tmp_path) == "1.2.3"
 
@@ -97,7 +97,10 @@ def test_dynamic_version_is_read_from_the_attr_without_importing(tmp_path: Path)
         wheelhouse.project_version(tmp_path)
 
 
-def test_the_repository_wheel_sources_include_every_subpackage() -> None:
+def test_the_repository_wheel_sources_are_the_pod_side_only() -> None:
+    """The wheel the images install holds every pod subpackage and none of the host tools."""
     repo = Path(__file__).resolve().parents[2]
-    assert {"slurmpod", "images", "entrypoints", "pyproject.toml"} <= set(wheelhouse.source_paths(repo))
+    sources = set(wheelhouse.source_paths(repo))
+    assert {"slurmpod", "entrypoints", "prolog_epilog", "topology", "slurm_plugins", "pyproject.toml"} <= sources
+    assert not sources & {"images", "host"}
     assert wheelhouse.project_version(repo)

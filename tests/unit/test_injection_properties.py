@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from slurmpod import podinfo
 from slurmpod import well_known as wk
 from slurmpod.entrypoints import nodespec, start
-from slurmpod.entrypoints.hardware import Gpu, Hardware
 from slurmpod.errors import BadInput
+from slurmpod.hardware import Gpu, Hardware
 from slurmpod.slurm_version import SlurmVersion
 
 SETTINGS = settings(max_examples=200, deadline=None)

@@ -13,11 +13,11 @@ import podkit
 import pytest
 from podkit import Machine
 
-from slurmpod import podinfo
+from slurmpod import hardware, podinfo
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import hardware, nodespec
-from slurmpod.entrypoints.hardware import Gpu, Hardware
+from slurmpod.entrypoints import nodespec
 from slurmpod.errors import BadInput
+from slurmpod.hardware import Gpu, Hardware
 from slurmpod.slurm_version import SlurmVersion
 
 V24 = SlurmVersion(24, 11)

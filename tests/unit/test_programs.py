@@ -17,7 +17,7 @@ ALL = {
     "slurmd": programs.slurmd("munge", "ctl", "CPUs=2 RealMemory=100"),
     "sackd": programs.sackd("slurm", "ctl:7817"),
     "sshd": programs.sshd(),
-    "task": programs.slurmpod_task("reconcile-node", ["daemon", "reconcile-node"], restart=False),
+    "task": programs.slurmpod_task("reconcile-node", ["daemon", "reconcile-node"], restart="unexpected"),
 }
 
 
@@ -85,5 +85,5 @@ def test_program_settings() -> None:
     assert ALL["sshd"].priority == 30
     assert (ALL["sackd"].user, ALL["sackd"].priority) == ("slurm", 20)  # SlurmUser, as sackd.service runs it
     assert ALL["slurmd"].user is None  # root: slurmd launches jobs as their users
-    assert (ALL["task"].restart, ALL["task"].startsecs, ALL["task"].priority) == (False, 0, 40)
+    assert (ALL["task"].restart, ALL["task"].startsecs, ALL["task"].priority) == ("unexpected", 0, 40)
     assert _argv(ALL["task"]) == ["/usr/local/bin/slurmpod", "daemon", "reconcile-node"]

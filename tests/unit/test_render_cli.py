@@ -15,6 +15,7 @@ from podkit import Machine
 
 from slurmpod import __version__, cli
 from slurmpod import well_known as wk
+from slurmpod.entrypoints import start
 
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
 GOLDEN = Path(__file__).parent / "golden"
@@ -46,9 +47,10 @@ def test_render_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     pod = podkit.make_pod(tmp_path, "worker", Machine(sockets=2, cores_per_socket=2, threads_per_core=2, mem_mib=16384))
     env_file = _env_file(pod, SLURMPOD_CPU_LIMIT="2000", SLURMPOD_MEMORY_LIMIT="8192")
     assert cli.main(["render", "node", "--podinfo", str(pod.podinfo), "--env-file", str(env_file)]) == 0
-    argv = shlex.split(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    argv = shlex.split(out)
     assert argv == [
-        "slurmd",
+        "/usr/sbin/slurmd",
         "-D",
         "-Z",
         "--conf-server",
@@ -58,6 +60,11 @@ def test_render_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         "MemSpecLimit=8192 Features=workers",
     ]
     assert list(pod.run_dir.iterdir()) == []
+    # exactly what the worker's run script execs, built by the same plan pod start uses
+    env = {**pod.env("worker"), "SLURMPOD_CPU_LIMIT": "2000", "SLURMPOD_MEMORY_LIMIT": "8192"}
+    plan = start.plan("worker", env, start.Settings.from_env(env))
+    slurmd = next(p for p in plan.programs if p.name == "slurmd")
+    assert f"exec {out.strip()}" == slurmd.script.rstrip("\n").splitlines()[-1]
 
 
 def test_render_node_static(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

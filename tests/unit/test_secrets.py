@@ -13,7 +13,7 @@ from slurmpod.entrypoints import secrets
 from slurmpod.errors import BadInput
 
 
-@pytest.mark.parametrize("mode", [0o400, 0o440, 0o600, 0o640, 0o700], ids=oct)
+@pytest.mark.parametrize("mode", [0o400, 0o600, 0o700], ids=oct)
 def test_accepts_private_modes(tmp_path: Path, mode: int) -> None:
     key = podkit.write_key(tmp_path / "munge.key", mode=mode)
     read = secrets.read_key(key, "munge key secret")
@@ -21,7 +21,7 @@ def test_accepts_private_modes(tmp_path: Path, mode: int) -> None:
     assert read.source == str(key)
 
 
-@pytest.mark.parametrize("mode", [0o644, 0o604, 0o620, 0o402, 0o401, 0o410, 0o444, 0o666], ids=oct)
+@pytest.mark.parametrize("mode", [0o440, 0o640, 0o644, 0o604, 0o620, 0o402, 0o401, 0o410, 0o444, 0o666], ids=oct)
 def test_refuses_open_modes(tmp_path: Path, mode: int) -> None:
     key = podkit.write_key(tmp_path / "munge.key", mode=mode)
     with pytest.raises(BadInput) as err:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from slurmpod import slurm
+from slurmpod import nodestate, slurm
+from slurmpod.errors import TransientError
+from slurmpod.nodestate import NodeState
 
 
 def _time(n: int) -> dict[str, Any]:
@@ -131,7 +133,7 @@ SHOW_NODES = {
 
 
 def test_parse_nodes_fields() -> None:
-    nodes = slurm.parse_nodes(json.dumps(SHOW_NODES))
+    nodes = nodestate.parse_nodes(json.dumps(SHOW_NODES))
     assert [n.name for n in nodes] == [
         "slurmpod-worker-0",
         "slurmpod-worker-1",
@@ -141,17 +143,18 @@ def test_parse_nodes_fields() -> None:
         "slurmpod-worker-4",
     ]
     w0 = nodes[0]
-    assert w0 == slurm.NodeState(
+    assert w0 == NodeState(
         name="slurmpod-worker-0",
-        states=frozenset({"IDLE", "DYNAMIC_NORM"}),
+        base="IDLE",
+        flags=frozenset({"DYNAMIC_NORM"}),
         reason="",
         cpus=2,
         real_memory=24105,
         specialized_cores=1,
         specialized_memory=12052,
         features=("workers",),
-        dynamic=True,
     )
+    assert w0.dynamic
     assert nodes[1].reason == "slurmpod: pod terminating"
     assert nodes[1].features == ("workers", "h100")
     assert nodes[3].dynamic is False
@@ -164,7 +167,7 @@ def test_parse_nodes_fields() -> None:
     ids=["idle", "drain", "down-not-responding", "mixed", "invalid-reg", "allocated-completing"],
 )
 def test_usable(index: int, usable: bool) -> None:
-    assert slurm.usable(slurm.parse_nodes(json.dumps(SHOW_NODES))[index]) is usable
+    assert nodestate.parse_nodes(json.dumps(SHOW_NODES))[index].usable is usable
 
 
 @pytest.mark.parametrize(
@@ -180,21 +183,24 @@ def test_usable(index: int, usable: bool) -> None:
 )
 def test_number_wrappers(value: object, expected: int) -> None:
     doc = {"nodes": [{"name": "n", "state": "IDLE", "real_memory": value}]}
-    assert slurm.parse_nodes(json.dumps(doc))[0].real_memory == expected
+    assert nodestate.parse_nodes(json.dumps(doc))[0].real_memory == expected
 
 
 def test_parse_nodes_tolerates_older_shapes() -> None:
     doc = {"nodes": [{"name": "n", "state": "DOWN", "reason": None, "features": None}]}
-    (node,) = slurm.parse_nodes(json.dumps(doc))
-    assert node.states == frozenset({"DOWN"})
+    (node,) = nodestate.parse_nodes(json.dumps(doc))
+    assert (node.base, node.flags) == ("DOWN", frozenset())
     assert (node.reason, node.features, node.cpus) == ("", (), 0)
-    assert slurm.parse_nodes(json.dumps({"nodes": [], "meta": META})) == []
-    assert slurm.parse_nodes("{}") == []
+    assert nodestate.parse_nodes(json.dumps({"nodes": [], "meta": META})) == ()
+    assert nodestate.parse_nodes("{}") == ()
 
 
-def test_parse_nodes_rejects_garbage() -> None:
-    with pytest.raises(json.JSONDecodeError):
-        slurm.parse_nodes("scontrol: error: Invalid node name specified")
+@pytest.mark.parametrize("text", ["scontrol: error: Invalid node name specified", '{"nodes": [', "[]",
+                                  '{"nodes": 3}', ""], ids=["text", "truncated", "list", "nodes-not-list", "empty"])
+def test_parse_nodes_refuses_what_is_not_a_node_document(text: str) -> None:
+    """Output that is not JSON is a TransientError (retried by callers), never a traceback."""
+    with pytest.raises(TransientError):
+        nodestate.parse_nodes(text)
 
 
 def _job(job_id: int, state: list[str], batch: bool) -> dict[str, Any]:
@@ -233,14 +239,16 @@ SQUEUE = {
 
 
 def test_parse_squeue() -> None:
-    assert slurm.parse_squeue(json.dumps(SQUEUE)) == [
-        slurm.JobOnNode(42, True, "RUNNING"),
-        slurm.JobOnNode(43, False, "COMPLETING"),
-        slurm.JobOnNode(44, True, "RUNNING"),
-    ]
+    assert slurm.parse_jobs(json.dumps(SQUEUE)) == (
+        slurm.Job(42, True, "RUNNING", True, "researcher"),
+        slurm.Job(43, False, "COMPLETING", True, "researcher"),
+        slurm.Job(44, True, "RUNNING", True, "researcher"),
+    )
 
 
 def test_parse_squeue_older_and_empty_shapes() -> None:
     doc = {"jobs": [{"job_id": {"set": True, "infinite": False, "number": 7}, "job_state": "PENDING"}]}
-    assert slurm.parse_squeue(json.dumps(doc)) == [slurm.JobOnNode(7, False, "PENDING")]
-    assert slurm.parse_squeue(json.dumps({"jobs": [], "meta": META})) == []
+    assert slurm.parse_jobs(json.dumps(doc)) == (slurm.Job(7, False, "PENDING"),)
+    assert slurm.parse_jobs(json.dumps({"jobs": [], "meta": META})) == ()
+    with pytest.raises(TransientError):
+        slurm.parse_jobs("squeue: error: slurm_load_jobs error: Unable to contact slurm controller")

@@ -96,7 +96,7 @@ def test_controller_plan(tmp_path: Path) -> None:
     assert "ClusterName=gpu-farm\n" in files[wk.SLURM_CONF]
     assert f"SlurmctldHost={podkit.CONTROLLER}\n" in files[wk.SLURM_CONF]
     assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper"]
-    assert "--timeout 600" in p.programs[-1].script
+    assert "--node-timeout 600" in p.programs[-1].script
     assert p.node is None
     assert wk.STATE_SAVE_LOCATION in {d.path for d in p.dirs}
 

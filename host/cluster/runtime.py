@@ -1,6 +1,6 @@
 """The Docker side of the emulator: network, volumes, containers as pods, exec, teardown.
 
-Every object carries the label io.slurmpod.cluster=<cluster>, which is all `down` needs, so it
+Every object carries the label io.slurmpod_host.cluster=<cluster>, which is all `down` needs, so it
 works after a pod was killed by hand or when some objects are already gone.
 Ref: https://docker-py.readthedocs.io/en/stable/api.html (low-level API: create_container et al.)
 """
@@ -21,9 +21,9 @@ from docker.types import IPAMConfig, IPAMPool
 from docker.types import Mount as DockerMount
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import network, podspec
-from slurmpod.cluster.plan import MountKind, PodPlan
 from slurmpod.errors import PermanentError, TransientError
+from slurmpod_host.cluster import network, podspec
+from slurmpod_host.cluster.plan import MountKind, PodPlan
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,7 @@ DockerError = docker.errors.DockerException  # what the SDK raises when the engi
 
 CLIENT_TIMEOUT_S = 900  # socket timeout; each exec is bounded inside the pod by `timeout`
 EXEC_KILL_AFTER_S = 5  # timeout(1) -k: SIGKILL this long after SIGTERM
+TIMEOUT_EXIT = 124  # timeout(1)'s exit status when the command timed out
 # Docker restarts a crashing container with a growing delay (100 ms doubling), like CrashLoopBackOff.
 # Ref: https://docs.docker.com/engine/containers/start-containers-automatically/
 RESTART_POLICY = {"Name": "unless-stopped"}

@@ -1,4 +1,4 @@
-"""`python -m slurmpod.bench [--out DIR] [--skip-cold] [--flavor F ...]` (what `make bench` runs)."""
+"""`python -m slurmpod_host.bench [--out DIR] [--skip-cold] [--flavor F ...]` (what `make bench` runs)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod.bench import builds, startup
-from slurmpod.bench.report import Report
-from slurmpod.cluster import cli as cluster_cli
-from slurmpod.cluster import runtime
-from slurmpod.images import build as image_build
-from slurmpod.images.flavors import get as get_flavor
+from slurmpod_host.bench import builds, startup
+from slurmpod_host.bench.report import Report
+from slurmpod_host.cluster import cli as cluster_cli
+from slurmpod_host.cluster import runtime
+from slurmpod_host.images import build as image_build
+from slurmpod_host.images.flavors import get as get_flavor
 
 BENCH_CLUSTER = "spbench"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m slurmpod.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m slurmpod_host.bench", description=__doc__)
     parser.add_argument("--out", default="bench-results")
     parser.add_argument("--flavor", action="append", help="flavors to build (default 24.11 and 26.05)")
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold builds (they run debootstrap)")

@@ -10,8 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from slurmpod.bench.report import Figure, Report
-from slurmpod.images import build as image_build
+from slurmpod_host.bench.report import Figure, Report
+from slurmpod_host.images import build as image_build
 
 MB = 1_000_000
 # Issue floors: Python-only rebuild <= 60 s; worker image (no GPU libraries) <= 450 MB.

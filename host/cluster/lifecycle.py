@@ -1,6 +1,6 @@
 """Pod lifecycle on an emulated cluster, always through the manifests: plan, start, delete, replace.
 
-A pod is planned from the StatefulSet template `cluster up` applied (slurmpod.cluster.applied), with an
+A pod is planned from the StatefulSet template `cluster up` applied (slurmpod_host.cluster.applied), with an
 optional PodPatch applied to that template first: the pod a StatefulSet would make after
 `kubectl edit statefulset` (limits, annotations, env, command/args). The patch is for that pod only;
 the saved template is not changed, so a later plan without a patch gives the original pod back.
@@ -31,10 +31,10 @@ from typing import Any
 import docker
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import applied, podspec, quantity, runtime, state
-from slurmpod.cluster.manifests import Bundle, Document
-from slurmpod.cluster.plan import PodPlan
 from slurmpod.errors import BadInput, PermanentError, Problem
+from slurmpod_host.cluster import applied, podspec, quantity, runtime, state
+from slurmpod_host.cluster.manifests import Bundle, Document
+from slurmpod_host.cluster.plan import PodPlan
 
 log = logging.getLogger(__name__)
 

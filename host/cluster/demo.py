@@ -14,7 +14,6 @@ import argparse
 import io
 import re
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -22,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import cli, runtime
 from slurmpod.errors import PermanentError
+from slurmpod_host.cluster import cli, runtime
+from slurmpod_host.images import build
 
 ARRAY_TASKS = 20
 HOME = f"/home/{wk.DEMO_USER}"
@@ -48,10 +48,10 @@ def ensure_images(flavor: str, out: TextIO) -> None:
     if not missing:
         return
     print(f"images missing for {', '.join(missing)}: building flavor {flavor}", file=out, flush=True)
-    proc = subprocess.run([sys.executable, "-m", "slurmpod.cli", "images", "build", "--flavor", flavor],
-                          check=False, timeout=BUILD_TIMEOUT_S)
-    if proc.returncode != 0:
-        raise PermanentError(f"`slurmpod images build --flavor {flavor}` failed (exit {proc.returncode})")
+    # In this process, through the installed host package: never `python -m` from the checkout, whose
+    # ./slurmpod folder would shadow the installed package and its mapped subpackages.
+    settings, _ = build.settings_from_args(argparse.Namespace(flavor=flavor))
+    build.build(settings, None, out)
 
 
 def _as_researcher(client: Any, pod: str, argv: Sequence[str], timeout_s: float) -> runtime.ExecResult:
@@ -133,7 +133,7 @@ def _wait(what: str, check: Any, timeout_s: float) -> Any:
 
 def show_drain(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
     """Delete the pod under a running batch job; the job is requeued and completes elsewhere."""
-    from slurmpod.cluster import lifecycle  # noqa: PLC0415 - only this step needs it
+    from slurmpod_host.cluster import lifecycle  # noqa: PLC0415 - only this step needs it
 
     login, output = cluster.login, f"{OUT_DIR}/requeue.out"
     wrap = 'echo "run ${SLURM_RESTART_COUNT:-0} on $(hostname)"; [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ] || sleep 60'

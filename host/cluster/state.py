@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from slurmpod import well_known as wk
-from slurmpod.cluster.plan import HostFile
+from slurmpod_host.cluster.plan import HostFile
 
 
 def state_root(env: Mapping[str, str]) -> Path:

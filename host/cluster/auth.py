@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from slurmpod import well_known as wk
-from slurmpod.cluster.manifests import Bundle, Document
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster.manifests import Bundle, Document
 
 # auth type -> (Secret name, data key) in deploy/kubernetes/secret.yaml
 SECRETS: Mapping[str, tuple[str, str]] = {

@@ -4,7 +4,7 @@ Only the fields listed here are understood; any other field is an error naming i
 manifests we ship stay the ones the emulator runs. Fields deliberately ignored say why.
 readinessProbe becomes the container's Docker health check (Ready = healthy);
 terminationGracePeriodSeconds becomes Docker's stop timeout; lifecycle.preStop is kept in the
-plan (and on the container) and run by slurmpod.cluster.lifecycle.delete_pod, not by `cluster down`,
+plan (and on the container) and run by slurmpod_host.cluster.lifecycle.delete_pod, not by `cluster down`,
 which removes pods at once, as a forced delete would.
 Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/
 Ref: https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/
@@ -25,13 +25,13 @@ from fractions import Fraction
 from typing import Any
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import quantity
-from slurmpod.cluster.downward import PodMeta, field_value
-from slurmpod.cluster.expansion import expand
-from slurmpod.cluster.manifests import Bundle, Document
-from slurmpod.cluster.plan import HostFile, Mount, MountKind, PodPlan, Probe
-from slurmpod.cluster.volumes import VolumeContext, plan_volumes, resolve_secret
 from slurmpod.errors import BadInput, Problem
+from slurmpod_host.cluster import quantity
+from slurmpod_host.cluster.downward import PodMeta, field_value
+from slurmpod_host.cluster.expansion import expand
+from slurmpod_host.cluster.manifests import Bundle, Document
+from slurmpod_host.cluster.plan import HostFile, Mount, MountKind, PodPlan, Probe
+from slurmpod_host.cluster.volumes import VolumeContext, plan_volumes, resolve_secret
 
 # spec.nodeName of every emulated pod: they all run on this one Docker host.
 EMULATED_NODE_NAME = "kind-node-0"

@@ -12,9 +12,9 @@ import time
 from typing import Any
 
 from slurmpod import well_known as wk
-from slurmpod.bench.report import Figure, Report, median
-from slurmpod.cluster import lifecycle, runtime
 from slurmpod.errors import TransientError
+from slurmpod_host.bench.report import Figure, Report, median
+from slurmpod_host.cluster import lifecycle, runtime
 
 START_FLOOR_RATIO = 1.5  # issue: start-to-IDLE at most 1.5x a bare slurmd
 PRESTOP_FLOOR_S = 5.0  # issue: preStop to drained-and-requeued at most 5 s

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slurmpod.cluster.downward import PodMeta, field_value
-from slurmpod.cluster.manifests import Bundle
-from slurmpod.cluster.plan import HostFile, Mount, MountKind
 from slurmpod.errors import Problem
+from slurmpod_host.cluster.downward import PodMeta, field_value
+from slurmpod_host.cluster.manifests import Bundle
+from slurmpod_host.cluster.plan import HostFile, Mount, MountKind
 
 DEFAULT_MODE = 0o644  # kubelet's default for secret, configMap and downwardAPI files
 MUNGE_KEY_BYTES = 1024  # generated for an empty Secret value (the per-cluster munge key)

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from slurmpod import well_known as wk
-from slurmpod.cluster import applied, manifests, network, podspec, runtime, slurmstate, state
-from slurmpod.cluster import auth as cluster_auth
-from slurmpod.cluster.plan import PodPlan
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
+from slurmpod_host.cluster import applied, manifests, network, podspec, runtime, slurmstate, state
+from slurmpod_host.cluster import auth as cluster_auth
+from slurmpod_host.cluster.plan import PodPlan
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def diagnostics(client: Any, name: str, root: Path, out: TextIO) -> None:
 def wait_idle(client: Any, cluster: Cluster, timeout_s: float, out: TextIO) -> None:
     """Until every worker is IDLE in Slurm and every pod is Ready (`kubectl wait --for=condition=Ready`)."""
     deadline = time.monotonic() + timeout_s
-    askers = [cluster.controller, cluster.login]
+    slurm = slurmstate.client_in(client, [cluster.controller, cluster.login])
     last = ""
     while True:
         pods = runtime.statuses(client, cluster.name, cluster.root)
@@ -100,15 +100,12 @@ def wait_idle(client: Any, cluster: Cluster, timeout_s: float, out: TextIO) -> N
             names = ", ".join(f"{s.name} ({s.state}, exit {s.exit_code}, {s.restarts} restarts)"
                               for s in crashed)
             raise PermanentError(f"pods crashed: {names}")
-        result = slurm_query(client, askers, ["scontrol", "show", "nodes", "--json"])
         waiting: dict[str, str]
-        if result.code == 0:
-            try:
-                waiting = dict(slurmstate.not_idle(cluster.workers, slurmstate.parse_nodes(result.stdout)))
-            except TransientError as exc:
-                waiting = {"*": str(exc)}
-        else:
-            waiting = {"*": f"scontrol exit {result.code}: {(result.stderr or result.stdout).strip()[:200]}"}
+        try:
+            nodes = slurm.nodes(timeout=QUERY_TIMEOUT_S)
+            waiting = dict(slurmstate.not_idle(cluster.workers, nodes))
+        except SlurmpodError as exc:
+            waiting = {"*": str(exc)}
         for s in pods:
             if not s.ready:
                 waiting[s.name] = f"not ready ({s.state}, {s.health}: {s.probe or 'no check yet'})"

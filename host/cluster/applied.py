@@ -2,7 +2,7 @@
 
 `up` saves the ClusterParams and the manifests' objects (Secrets with their generated values filled
 in, as the Secret object would hold them) to ``<state dir>/applied.json``, mode 0600 (it holds the
-munge key, like the per-pod secret files beside it). slurmpod.cluster.lifecycle reads it back, so a
+munge key, like the per-pod secret files beside it). slurmpod_host.cluster.lifecycle reads it back, so a
 recreated pod gets the same key, subnet and templates, not whatever deploy/ says today.
 """
 
@@ -20,10 +20,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from slurmpod.cluster.manifests import Bundle, Document
-from slurmpod.cluster.podspec import ClusterParams
-from slurmpod.cluster.volumes import resolve_secret
 from slurmpod.errors import BadInput, PermanentError, Problem
+from slurmpod_host.cluster.manifests import Bundle, Document
+from slurmpod_host.cluster.podspec import ClusterParams
+from slurmpod_host.cluster.volumes import resolve_secret
 
 FILE = "applied.json"
 VERSION = 1

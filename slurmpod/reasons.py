@@ -1,0 +1,114 @@
+"""The one owner of the drain reasons slurmpod may set, and of which reasons it may lift.
+
+slurmpod sets only reasons that start with ``slurmpod: `` and lifts only those, each only by the part of
+slurmpod that set it:
+- lifecycle: ``slurmpod: pod terminating`` (preStop); a new pod of the same name lifts it;
+- health:    ``slurmpod: <check>: <detail>`` (the health checks); the periodic check lifts it after
+             enough clean runs.
+Every other reason is someone else's (an admin's, or slurmctld's own such as "Not responding") and is
+never changed, shortened or lost: when slurmpod must delete and re-create a node record, it re-applies
+that reason byte for byte.
+Ref: https://slurm.schedmd.com/scontrol.html#OPT_Reason
+(Pattern as in SchedMD's slurm-operator, whose drains carry a `slurm-operator: ` prefix it alone clears.)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from slurmpod import well_known as wk
+from slurmpod.nodestate import NodeState
+
+PREFIX = wk.REASON_PREFIX
+# The longest reason slurmpod writes itself: short enough for `sinfo -R` and every Slurm version's
+# state file; a detail past it is cut with an ellipsis.
+MAX_OWN_REASON = 255
+POD_TERMINATING = wk.REASON_POD_TERMINATING
+# Reasons slurmctld sets by itself when a node stops answering; nobody chose them, so a node whose pod
+# is gone may be deleted with them. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SlurmdTimeout
+SLURMCTLD_REASONS = frozenset({"Not responding", "Node unexpectedly rebooted"})
+
+
+class Owner(enum.Enum):
+    """Who set a node's reason."""
+
+    NONE = "none"  # no reason at all
+    LIFECYCLE = "lifecycle"  # slurmpod's pod lifecycle (preStop)
+    HEALTH = "health"  # slurmpod's health checks
+    SLURMCTLD = "slurmctld"  # slurmctld itself (node stopped answering)
+    OTHER = "other"  # an admin, another tool: never touched
+
+
+# The health checks' reasons: "slurmpod: <check>: <detail>". A check name is a lowercase token.
+_LIFECYCLE = frozenset({POD_TERMINATING})
+
+
+def owner(reason: str) -> Owner:
+    if not reason:
+        return Owner.NONE
+    if reason in _LIFECYCLE:
+        return Owner.LIFECYCLE
+    if reason.startswith(PREFIX):
+        check, sep, _detail = reason[len(PREFIX):].partition(": ")
+        if sep and check and all(c.isalnum() or c in "-_." for c in check):
+            return Owner.HEALTH
+        return Owner.OTHER  # looks like ours but is not a reason slurmpod writes: hands off
+    if reason in SLURMCTLD_REASONS:
+        return Owner.SLURMCTLD
+    return Owner.OTHER
+
+
+def health(check: str, detail: str) -> str:
+    """The reason a failed health check drains with, cut to fit MAX_OWN_REASON."""
+    if not check or not all(c.isalnum() or c in "-_." for c in check):
+        raise ValueError(f"check name {check!r} is not a token")
+    text = " ".join(detail.split())  # one line: Slurm reasons are single-line
+    reason = f"{PREFIX}{check}: {text}"
+    if len(reason) > MAX_OWN_REASON:
+        reason = reason[: MAX_OWN_REASON - 3] + "..."
+    return reason
+
+
+def health_check_of(reason: str) -> str | None:
+    """The check that set a health reason, else None."""
+    if owner(reason) is not Owner.HEALTH:
+        return None
+    return reason[len(PREFIX):].partition(": ")[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Whether a node is held out of service, and by whom."""
+
+    held: bool
+    owner: Owner
+    reason: str
+
+    @property
+    def foreign(self) -> bool:
+        """Held for a reason slurmpod's lifecycle code must keep (an admin's, a health check's)."""
+        return self.held and self.owner in {Owner.OTHER, Owner.HEALTH}
+
+
+def hold(state: NodeState) -> Hold:
+    return Hold(state.held, owner(state.reason), state.reason)
+
+
+def lifecycle_may_lift(state: NodeState) -> bool:
+    """A new pod may lift its predecessor's preStop drain, and nothing else."""
+    return state.drained and owner(state.reason) is Owner.LIFECYCLE
+
+
+def health_may_lift(state: NodeState) -> bool:
+    """The periodic health check may lift a drain one of the health checks set, and nothing else."""
+    return state.drained and owner(state.reason) is Owner.HEALTH
+
+
+def reaper_may_delete(state: NodeState) -> bool:
+    """A dynamic node whose pod is gone: not responding, and no reason anyone chose to keep."""
+    return (
+        state.dynamic
+        and state.not_responding
+        and owner(state.reason) in {Owner.NONE, Owner.LIFECYCLE, Owner.SLURMCTLD}
+    )

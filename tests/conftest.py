@@ -1,0 +1,1 @@
+"""Shared by every suite: puts tests/ on sys.path (pytest's rootdir conftest) so `fakes` imports."""

@@ -1,0 +1,152 @@
+"""A recording fake of ``slurmpod.slurm.SlurmClient`` and a fake clock, for decision tables without Docker.
+
+The fake keeps a small in-memory Slurm (nodes, jobs) that behaves like slurmctld for the calls slurmpod
+makes, records every call, and injects faults per method:
+- ``fail[method] = exc``   that method raises exc (a controller that errors, returns non-JSON ...);
+- ``hang.add(method)``      that method uses up its whole timeout on the fake clock, then raises
+                            TransientError, as the real client does when scontrol times out;
+- ``down = True``           every call raises TransientError (slurmctld unreachable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from slurmpod.errors import SlurmpodError, TransientError
+from slurmpod.nodestate import NodeState
+from slurmpod.slurm import DEFAULT_TIMEOUT, Job, SlurmRefused, reason_arg
+
+
+class FakeClock:
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += max(0.0, seconds)
+
+
+@dataclass
+class FakeJob:
+    job: Job
+    node: str
+    pending: bool = False
+    start_now: bool = False
+
+
+@dataclass
+class FakeSlurm:
+    clock: FakeClock = field(default_factory=FakeClock)
+    nodes_by_name: dict[str, NodeState] = field(default_factory=dict)
+    jobs: dict[int, FakeJob] = field(default_factory=dict)
+    calls: list[tuple[str, tuple[object, ...]]] = field(default_factory=list)
+    fail: dict[str, SlurmpodError] = field(default_factory=dict)
+    hang: set[str] = field(default_factory=set)
+    down: bool = False
+    # jobs that leave their node only after this many jobs_on_node polls (a slow epilog)
+    linger_polls: int = 0
+    # per-call cost on the fake clock
+    call_seconds: float = 0.05
+
+    # --- set-up helpers ---
+    def add_node(self, name: str, base: str = "IDLE", flags: Sequence[str] = ("DYNAMIC_NORM",),
+                 reason: str = "", **over: object) -> NodeState:
+        state = NodeState(name=name, base=base, flags=frozenset(flags), reason=reason, **over)  # type: ignore[arg-type]
+        self.nodes_by_name[name] = state
+        return state
+
+    def add_job(self, job_id: int, node: str, *, batch: bool = True, requeue: bool = True,
+                state: str = "RUNNING") -> None:
+        self.jobs[job_id] = FakeJob(Job(job_id, batch, state, requeue), node)
+
+    def called(self, method: str) -> list[tuple[object, ...]]:
+        return [args for name, args in self.calls if name == method]
+
+    @property
+    def methods(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    # --- the plumbing every call goes through ---
+    def _enter(self, method: str, timeout: float, *args: object) -> None:
+        self.calls.append((method, args))
+        if self.down:
+            self.clock.sleep(min(timeout, 1.0))
+            raise TransientError(f"{method}: Unable to contact slurm controller (connect failure)")
+        if method in self.hang:
+            self.clock.sleep(timeout)
+            raise TransientError(f"{method} timed out after {timeout:g} s")
+        if method in self.fail:
+            raise self.fail[method]
+        self.clock.sleep(self.call_seconds)
+
+    def _set(self, name: str, **changes: object) -> None:
+        self.nodes_by_name[name] = dataclasses.replace(self.nodes_by_name[name], **changes)  # type: ignore[arg-type]
+
+    # --- SlurmClient ---
+    def ping(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+        self._enter("ping", timeout)
+        return True
+
+    def nodes(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
+        self._enter("nodes", timeout)
+        return tuple(self.nodes_by_name.values())
+
+    def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+        self._enter("node", timeout, name)
+        return self.nodes_by_name.get(name)
+
+    def jobs_on_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Job, ...]:
+        self._enter("jobs_on_node", timeout, name)
+        if self.linger_polls > 0:
+            self.linger_polls -= 1
+            return tuple(j.job for j in self.jobs.values() if j.node == name)
+        return tuple(j.job for j in self.jobs.values() if j.node == name and not j.pending)
+
+    def drain(self, name: str, reason: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        reason_arg(reason)  # the real client's rule: one non-empty line
+        self._enter("drain", timeout, name, reason)
+        if name not in self.nodes_by_name:
+            raise SlurmRefused(f"scontrol update exited 1: Invalid node name specified {name}")
+        node = self.nodes_by_name[name]
+        self._set(name, flags=node.flags | {"DRAIN"}, reason=reason)
+
+    def resume(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._enter("resume", timeout, name)
+        node = self.nodes_by_name[name]
+        self._set(name, flags=node.flags - {"DRAIN", "DRAINED", "DRAINING"}, reason="")
+
+    def requeue(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._enter("requeue", timeout, job_id)
+        job = self.jobs.get(job_id)
+        if job is None or job.pending:
+            raise SlurmRefused(f"scontrol requeue exited 1: Job has already finished for job {job_id}")
+        if not job.job.batch:
+            raise SlurmRefused(f"scontrol requeue exited 1: Only batch jobs are accepted or processed {job_id}")
+        if not job.job.requeue:
+            raise SlurmRefused(f"scontrol requeue exited 1: Requested operation is presently disabled {job_id}")
+        job.pending = True
+
+    def start_now(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._enter("start_now", timeout, tuple(job_ids))
+        for j in job_ids:
+            if j in self.jobs:
+                self.jobs[j].start_now = True
+
+    def delete_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._enter("delete_node", timeout, name)
+        if any(j.node == name and not j.pending for j in self.jobs.values()):
+            raise SlurmRefused("scontrol delete exited 1: Node has jobs")
+        self.nodes_by_name.pop(name, None)
+
+    def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._enter("reconfigure", timeout)
+
+    def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
+        self._enter("sinfo_summary", timeout)
+        return "main* up infinite 0/1/0/1 w-0\n"
