@@ -15,7 +15,7 @@ from slurmpod import well_known as wk
 from slurmpod.entrypoints.render import Program
 
 MUNGE_WAIT_SECONDS = 30
-HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"
+HOST_KEY = wk.SSH_HOST_KEY
 
 
 def _script(name: str, body: Sequence[str], *, prefix: bool = True) -> str:
@@ -89,7 +89,8 @@ def sackd(auth: str, controller: str) -> Program:
 
 
 def sshd() -> Program:
-    # Host keys are made per pod (never in an image layer); ed25519 only, it is fast to generate.
+    # Host keys are never in an image layer: the login pod installs one from its Secret (start.login_plan);
+    # otherwise one is made per pod, ed25519 only, it is fast to generate.
     body = [
         "mkdir -p /run/sshd && chmod 0755 /run/sshd",
         f"[ -s {HOST_KEY} ] || ssh-keygen -q -t ed25519 -N '' -f {HOST_KEY}",

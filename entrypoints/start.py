@@ -77,6 +77,7 @@ class Settings:
     slurm_key: Path
     run_dir: Path
     hw_root: Path
+    ssh_host_key: Path
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -87,6 +88,8 @@ class Settings:
             slurm_key=Path(env.get("SLURMPOD_SLURM_KEY_FILE", wk.SLURM_KEY_SECRET)),
             run_dir=Path(env.get(wk.ENV_RUN_DIR, wk.RUN_DIR)),
             hw_root=Path(env.get("SLURMPOD_HW_ROOT", "/")),
+            ssh_host_key=Path(env.get("SLURMPOD_SSH_HOST_KEY_FILE",
+                                      f"{wk.SSH_HOST_KEY_SECRET_DIR}/{wk.SSH_HOST_KEY_FILE}")),
         )
 
 
@@ -198,11 +201,17 @@ def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _Role
     return _RolePlan(node, tuple(files), dirs, tuple(progs))
 
 
-def login_plan(c: _Common) -> _RolePlan:
+def login_plan(c: _Common, settings: Settings) -> tuple[_RolePlan, tuple[KeyInstall, ...]]:
+    """sackd and sshd; the ssh host key from its Secret when mounted, so clients keep trusting this pod."""
     # sackd's runtime directory (config cache, sack.socket), owned by SlurmUser as sackd.service's
     # RuntimeDirectory is; sackd warns when it is owned by root. Ref: https://slurm.schedmd.com/sackd.html
     dirs = (OutDir(wk.SLURM_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755), *_homes())
-    return _RolePlan(None, (), dirs, (programs.sackd(c.auth, c.pod.controller), programs.sshd()))
+    keys: tuple[KeyInstall, ...] = ()
+    if settings.ssh_host_key.exists():  # optional Secret: an empty volume when the user made none
+        key = secrets.read_key(settings.ssh_host_key, "ssh host key secret")
+        keys = (KeyInstall(key, wk.SSH_HOST_KEY, "root"),)
+    part = _RolePlan(None, (), dirs, (programs.sackd(c.auth, c.pod.controller), programs.sshd()))
+    return part, keys
 
 
 def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
@@ -213,16 +222,18 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller")
     spec = cluster_spec.load(settings.cluster_spec) if role == "controller" else None
     common = _common(settings, pod, _auth(env, spec))
+    keys = common.keys
     if spec is not None:
         part = controller_plan(common, spec)
     elif role == "worker":
         part = worker_plan(common, env, settings)
     else:
-        part = login_plan(common)
+        part, host_keys = login_plan(common, settings)
+        keys += host_keys
     progs = (*common.programs, *part.programs)
     stop_wait = max(2, pod.grace_seconds // 3)
     conf = render.supervisord_conf(role, progs, stop_wait, run_dir)
-    return StartPlan(role, pod, part.node, part.files, (*common.dirs, *part.dirs), common.keys, progs, conf)
+    return StartPlan(role, pod, part.node, part.files, (*common.dirs, *part.dirs), keys, progs, conf)
 
 
 def _write(path: Path, content: str, mode: int) -> None:

@@ -44,7 +44,7 @@ class LocalRunner:
             proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False,
                                   env=self._env)
         except subprocess.TimeoutExpired:
-            raise TransientError(f"{argv[0]} timed out after {timeout:g} s") from None
+            raise TransientError(f"{argv[0]} timed out after {timeout:.1f} s") from None
         except FileNotFoundError:
             raise PermanentError(f"{argv[0]} is not installed") from None
         except OSError as exc:

@@ -61,6 +61,12 @@ CONFIG_MAP_KEY_SPEC = "cluster.yaml"  # mounted at CLUSTER_SPEC_FILE on the cont
 CONFIG_MAP_KEY_AUTH = "auth"  # ENV_AUTH of every pod; equal to the spec's `auth:`
 SECRET_MUNGE = "munge"  # data key "munge.key", mounted at MUNGE_KEY_SECRET
 SECRET_SLURM_KEY = "slurm-key"  # data key "slurm.key", mounted at SLURM_KEY_SECRET
+# The login pods' sshd host key, so clients keep trusting a login pod across restarts. Created by the user
+# (README, "Secrets you create"), mounted (optional, 0400) at SSH_HOST_KEY_SECRET_DIR on login pods.
+SECRET_SSH_HOST_KEYS = "ssh-host-keys"
+SSH_HOST_KEY_FILE = "ssh_host_ed25519_key"  # data key in that Secret
+SSH_HOST_KEY_SECRET_DIR = "/run/secrets/slurmpod/ssh-host-keys"
+SSH_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where sshd reads it (Debian's sshd_config HostKey)
 
 # --- Authentication ---
 # Ref: https://slurm.schedmd.com/authentication.html

@@ -1,14 +1,19 @@
 """`cluster up --auth munge|slurm`: the same manifests, only the applied data differs.
 
 The cluster ConfigMap's ``auth`` key (SLURMPOD_AUTH in every pod, through configMapKeyRef) and its
-cluster.yaml's ``auth:`` (read by the controller) are both set to the choice. The Secret of the chosen
-auth type keeps its key (an empty value is then generated, as for any Secret); the other Secret is
-left without data, so its optional volume mounts as an empty directory and no unused key exists.
+cluster.yaml's ``auth:`` (read by the controller) are both set to the choice.
+
+The manifests ship no Secret: `kubectl apply -k` must never replace a real key with an empty one. A user
+creates the Secrets once per cluster (README, "Secrets you create"); ``configure`` does the same here:
+the key Secret of the chosen auth type (its empty value is generated, 1024 random bytes) and the login
+pods' ssh host key Secret. The other auth type's Secret is not created, so its optional volume mounts
+as an empty directory and no unused key exists.
 Ref: https://slurm.schedmd.com/authentication.html
 """
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +24,7 @@ from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
 from slurmpod_host.cluster.manifests import Bundle, Document
 
-# auth type -> (Secret name, data key) in deploy/kubernetes/secret.yaml
+# auth type -> (Secret name, data key) of the Secret a user creates (README, "Secrets you create")
 SECRETS: Mapping[str, tuple[str, str]] = {
     wk.AUTH_MUNGE: (wk.SECRET_MUNGE, "munge.key"),
     wk.AUTH_SLURM: (wk.SECRET_SLURM_KEY, "slurm.key"),
@@ -62,31 +67,32 @@ def _config_map(doc: Document, auth: str) -> Document:
     return Document(doc.source, {**doc.body, "data": data})
 
 
-def _secret(doc: Document, auth: str) -> Document:
-    for kind, (name, key) in SECRETS.items():
-        if doc.name != name:
-            continue
-        body: dict[str, Any] = {k: v for k, v in doc.body.items() if k not in {"data", "stringData"}}
-        if kind != auth:
-            return Document(doc.source, {**body, "data": {}})
-        if key not in (doc.body.get("data") or {}) and key not in (doc.body.get("stringData") or {}):
-            raise BadInput.one(f"{doc.where}.data", key, f"missing: auth {auth} needs it")
-        return doc
-    return doc
+USER_CREATED = "(created by the user)"  # Document.source of the Secrets `configure` adds
 
 
-def configure(bundle: Bundle, auth: str) -> Bundle:
-    """``bundle`` set up for ``auth``; BadInput when the manifests lack the objects it needs."""
+def user_secret(name: str, data: Mapping[str, str]) -> Document:
+    """A Secret as `kubectl create secret generic NAME --from-file=...` makes it (base64 data)."""
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                            "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "slurmpod"}},
+                            "data": dict(data)}
+    return Document(USER_CREATED, body)
+
+
+def configure(bundle: Bundle, auth: str, ssh_host_key: bytes | None = None) -> Bundle:
+    """``bundle`` set up for ``auth``, with the Secrets a user creates; BadInput when the manifests lack the
+    cluster ConfigMap or ship a Secret themselves (applying it would overwrite the user's key)."""
     _check(auth)
-    for kind in (("ConfigMap", wk.CONFIG_MAP_CLUSTER), ("Secret", SECRETS[auth][0])):
-        if bundle.find(*kind) is None:
-            raise BadInput.one("manifests", f"{kind[0]}/{kind[1]}", f"missing: auth {auth} needs it")
-    docs = []
-    for doc in bundle.documents:
-        if doc.kind == "ConfigMap" and doc.name == wk.CONFIG_MAP_CLUSTER:
-            docs.append(_config_map(doc, auth))
-        elif doc.kind == "Secret":
-            docs.append(_secret(doc, auth))
-        else:
-            docs.append(doc)
+    if bundle.find("ConfigMap", wk.CONFIG_MAP_CLUSTER) is None:
+        raise BadInput.one("manifests", f"ConfigMap/{wk.CONFIG_MAP_CLUSTER}", f"missing: auth {auth} needs it")
+    shipped = bundle.of_kind("Secret")
+    if shipped:
+        raise BadInput.one(shipped[0].where, "Secret", "manifests must not ship Secrets: `kubectl apply -k` "
+                           "would replace the key a user created with this one")
+    docs = [_config_map(d, auth) if (d.kind, d.name) == ("ConfigMap", wk.CONFIG_MAP_CLUSTER) else d
+            for d in bundle.documents]
+    name, key = SECRETS[auth]
+    docs.append(user_secret(name, {key: ""}))  # empty: generated when applied, once per cluster
+    if ssh_host_key is not None:
+        docs.append(user_secret(wk.SECRET_SSH_HOST_KEYS,
+                                {wk.SSH_HOST_KEY_FILE: base64.b64encode(ssh_host_key).decode()}))
     return Bundle(bundle.namespace, tuple(docs))

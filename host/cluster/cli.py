@@ -128,12 +128,18 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
     """
     started = time.monotonic()
     podspec.validate_params(name, workers)
-    bundle = cluster_auth.configure(manifests.load(manifests.default_dir()), auth)
     client = runtime.connect()
     existing = runtime.find(client, name)
     if not existing.empty:
         raise PermanentError(f"cluster {name!r} already exists ({len(existing.containers)} pods); "
                              f"`slurmpod cluster down --name {name}` first")
+    login_image = f"{wk.IMAGE_REPOSITORY_PREFIX}login:{flavor}"
+    if runtime.missing_images(client, [login_image]):
+        raise PermanentError(f"images missing: {login_image}; build them with "
+                             f"`slurmpod images build --flavor {flavor}`")
+    # The Secrets a user creates once per cluster: the auth key (generated below) and the login host key.
+    bundle = cluster_auth.configure(manifests.load(manifests.default_dir()), auth,
+                                    ssh_host_key=runtime.ssh_host_key(client, login_image))
     cpu, memory = _node_resources()
     subnet = network.choose_subnet(name, runtime.taken_subnets(client))
     params = podspec.ClusterParams(

@@ -143,6 +143,21 @@ def missing_images(client: Any, images: Sequence[str]) -> list[str]:
     return missing
 
 
+def ssh_host_key(client: Any, image: str) -> bytes:
+    """A fresh ed25519 host key, made by ssh-keygen in a throw-away container of ``image`` (no network),
+    as a user would make one for the login pods' Secret; the host needs no OpenSSH of its own."""
+    script = "ssh-keygen -q -t ed25519 -N '' -C slurmpod-login -f /tmp/k >/dev/null && cat /tmp/k"
+    try:
+        out = client.containers.run(image, ["sh", "-c", script], entrypoint=[], remove=True,
+                                    network_disabled=True, stdout=True, stderr=False)
+    except docker.errors.DockerException as exc:
+        raise PermanentError(f"cannot make an ssh host key with {image}: {exc}") from None
+    key = bytes(out)
+    if b"OPENSSH PRIVATE KEY" not in key:
+        raise PermanentError(f"ssh-keygen in {image} printed no key")
+    return key
+
+
 def create_network(client: Any, params: podspec.ClusterParams) -> None:
     """A user-defined bridge, internal: pods reach each other and nothing beyond this host."""
     ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=str(params.subnet), gateway=params.gateway)])

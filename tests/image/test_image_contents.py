@@ -112,6 +112,28 @@ def test_sshd_drop_in_is_effective(name: str, hosts: dict[str, Any]) -> None:
     assert settings["kbdinteractiveauthentication"] == "no"
     assert settings["permitrootlogin"] == "no"
     assert settings["usepam"] == "yes"
+    # no forwarding of any kind: a pod is not a jump host into the cluster network
+    assert settings["allowtcpforwarding"] == "no"
+    assert settings["allowagentforwarding"] == "no"
+    assert settings["x11forwarding"] == "no"
+    assert settings["allowstreamlocalforwarding"] == "no"
+    assert settings["permittunnel"] == "no"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_no_host_tools_in_the_pod_images(name: str, hosts: dict[str, Any]) -> None:
+    """The images carry the pod side only: no Docker SDK, no Dockerfiles, no emulator/bench/builder."""
+    host = hosts[name]
+    python = "/opt/slurmpod/bin/python"
+    for module in ("docker", "slurmpod_host", "slurmpod.cluster", "slurmpod.bench", "slurmpod.images"):
+        probe = host.run(f"{python} -c 'import {module}'")
+        assert probe.rc == 1 and "ModuleNotFoundError" in probe.stderr, (module, probe.stderr)
+    assert host.check_output("find / -xdev -iname '*Dockerfile*' -print -quit 2>/dev/null") == ""
+    if name != "base":  # slurmpod itself is in the role images only
+        found = host.check_output(f"{python} -c 'import slurmpod, os; print(os.path.dirname(slurmpod.__file__))'")
+        listing = host.check_output(f"ls {found}")
+        assert "cluster" not in listing.split() and "bench" not in listing.split()
+        assert "entrypoints" in listing.split()
 
 
 @pytest.mark.parametrize("name", ALL)

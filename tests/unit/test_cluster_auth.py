@@ -77,7 +77,7 @@ def test_only_the_chosen_key_is_generated(auth: str, used: tuple[str, str], unus
     bundle = applied.resolve_secrets(cluster_auth.configure(BUNDLE, auth), gen)
     assert calls == [1024]
     assert len(base64.b64decode(_data(bundle, "Secret", used[0])[used[1]])) == 1024
-    assert _data(bundle, "Secret", unused[0]) == {}
+    assert bundle.find("Secret", unused[0]) is None  # not created: its optional volume stays empty
 
 
 def test_input_bundle_not_mutated() -> None:
@@ -131,11 +131,17 @@ def test_unknown_auth_refused() -> None:
     assert err.value.problems[0].field == "--auth"
 
 
-def test_manifests_without_the_key_secret_refused() -> None:
-    docs = tuple(d for d in BUNDLE.documents if (d.kind, d.name) != ("Secret", wk.SECRET_SLURM_KEY))
-    with pytest.raises(BadInput, match="slurm-key"):
-        cluster_auth.configure(manifests.Bundle(BUNDLE.namespace, docs), "slurm")
-    cluster_auth.configure(manifests.Bundle(BUNDLE.namespace, docs), "munge")  # not needed there
+def test_manifests_that_ship_a_secret_are_refused() -> None:
+    shipped = cluster_auth.user_secret(wk.SECRET_MUNGE, {"munge.key": ""})
+    bundle = manifests.Bundle(BUNDLE.namespace, (*BUNDLE.documents, manifests.Document("secret.yaml", shipped.body)))
+    with pytest.raises(BadInput, match="must not ship Secrets"):
+        cluster_auth.configure(bundle, "munge")
+
+
+def test_login_host_key_secret_is_created_with_the_key() -> None:
+    key = b"-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n"
+    bundle = cluster_auth.configure(BUNDLE, "munge", ssh_host_key=key)
+    assert base64.b64decode(_data(bundle, "Secret", wk.SECRET_SSH_HOST_KEYS)[wk.SSH_HOST_KEY_FILE]) == key
 
 
 def test_cli_option_and_env_twin(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,8 +51,6 @@ def test_bundle_has_every_object() -> None:
     assert kinds == [
         ("ConfigMap", "cluster"),
         ("PersistentVolumeClaim", "home"),
-        ("Secret", "munge"),
-        ("Secret", "slurm-key"),
         ("Service", "slurm"),
         ("StatefulSet", "controller"),
         ("StatefulSet", "login"),
@@ -68,11 +66,11 @@ def test_service_is_headless_and_publishes_unready_pods() -> None:
         assert sts["spec"]["serviceName"] == svc.name
 
 
-@pytest.mark.parametrize(("name", "key"), [(wk.SECRET_MUNGE, "munge.key"), (wk.SECRET_SLURM_KEY, "slurm.key")])
-def test_key_secrets_carry_no_key(name: str, key: str) -> None:
-    secret = BUNDLE.find("Secret", name)
-    assert secret is not None
-    assert secret.body["data"] == {key: ""}
+def test_manifests_ship_no_secret() -> None:
+    """`kubectl apply -k` must never replace a key Secret the user created with an empty one."""
+    assert BUNDLE.of_kind("Secret") == ()
+    kust = (DEPLOY / "kustomization.yaml").read_text()
+    assert "secretGenerator" not in kust
 
 
 def test_configmap_holds_the_cluster_spec() -> None:

@@ -16,10 +16,13 @@ import pytest
 from slurmpod import kubelet_format, podinfo
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster import manifests, podspec, state
 from slurmpod_host.cluster.plan import MountKind, PodPlan
 
-BUNDLE = manifests.load(manifests.default_dir())
+# The shipped manifests plus the Secrets a user creates (the munge key, the login host key).
+HOST_KEY = b"-----BEGIN OPENSSH PRIVATE KEY-----\n" + b"k" * 64 + b"\n-----END OPENSSH PRIVATE KEY-----\n"
+BUNDLE = cluster_auth.configure(manifests.load(manifests.default_dir()), "munge", ssh_host_key=HOST_KEY)
 SUBNET = ipaddress.IPv4Network("10.213.9.0/24")
 CREATED = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 NODE_CPU, NODE_MEMORY = Fraction(2), Fraction(24 * 2**30)
@@ -163,7 +166,7 @@ def test_munge_key_one_per_cluster_mode_0400() -> None:
         return b"k" * n
 
     podspec.plan_cluster(BUNDLE, _params(), generate)
-    assert generated == [1024, 1024]  # once per Secret value (munge.key, slurm.key), not per pod
+    assert generated == [1024]  # once per empty Secret value (the munge key), not per pod
 
 
 def test_atomic_writer_layout() -> None:
@@ -403,9 +406,8 @@ def _volume_files(plan: PodPlan, volume: str) -> dict[str, Any]:
 
 
 def test_optional_secret_missing_mounts_an_empty_directory() -> None:
-    bundle = manifests.Bundle(BUNDLE.namespace, tuple(d for d in BUNDLE.documents
-                                                      if (d.kind, d.name) != ("Secret", wk.SECRET_SLURM_KEY)))
-    plan = _plans(bundle)["demo-login-0"]
+    assert BUNDLE.find("Secret", wk.SECRET_SLURM_KEY) is None  # auth munge: the user made no slurm.key
+    plan = _plans(BUNDLE)["demo-login-0"]
     assert _mounts(plan)["/run/secrets/slurmpod/slurm"] == (
         MountKind.BIND, "pods/demo-login-0/volumes/slurm-key", True)
     stamp = "..2025_01_02_03_04_05.678000"
@@ -426,7 +428,15 @@ def test_optional_config_map_volume_missing_mounts_an_empty_directory() -> None:
 
 
 def test_secret_without_data_mounts_an_empty_directory() -> None:
-    bundle = _edit(lambda b: b.update(data={}), "Secret", wk.SECRET_SLURM_KEY)
+    bundle = _edit(lambda b: b.update(data={}), "Secret", wk.SECRET_MUNGE)
     plan = _plans(bundle)["demo-worker-0"]
-    assert "/slurm.key" not in _volume_files(plan, "slurm-key")
-    assert len(_volume_files(plan, "slurm-key")) == 3
+    assert "/munge.key" not in _volume_files(plan, "munge-key")
+    assert len(_volume_files(plan, "munge-key")) == 3
+
+
+def test_login_host_key_from_its_secret() -> None:
+    """Login pods get the user's ssh host key (0400), so clients keep trusting them across restarts."""
+    plan = _plans(BUNDLE)["demo-login-0"]
+    (key,) = [f for f in plan.files if f.path.endswith(f"/{wk.SSH_HOST_KEY_FILE}") and f.symlink_to is None]
+    assert (key.content, key.mode) == (HOST_KEY, 0o400)
+    assert _mounts(plan)[wk.SSH_HOST_KEY_SECRET_DIR][2] is True  # read-only

@@ -163,4 +163,6 @@ def test_sshd_drop_in_settings() -> None:
     text = (build.FILES / "sshd_slurmpod.conf").read_text()
     settings = dict(ln.split(None, 1) for ln in text.splitlines() if ln and not ln.startswith("#"))
     assert settings == {"PasswordAuthentication": "no", "KbdInteractiveAuthentication": "no",
-                        "PermitRootLogin": "no", "UsePAM": "yes"}
+                        "PermitRootLogin": "no", "UsePAM": "yes", "AllowTcpForwarding": "no",
+                        "AllowStreamLocalForwarding": "no", "AllowAgentForwarding": "no", "X11Forwarding": "no",
+                        "PermitTunnel": "no", "GatewayPorts": "no"}

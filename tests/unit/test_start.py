@@ -36,6 +36,7 @@ def test_settings_from_env_defaults() -> None:
         slurm_key=Path(wk.SLURM_KEY_SECRET),
         run_dir=Path(wk.RUN_DIR),
         hw_root=Path("/"),
+        ssh_host_key=Path(wk.SSH_HOST_KEY_SECRET_DIR) / wk.SSH_HOST_KEY_FILE,
     )
 
 
