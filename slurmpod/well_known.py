@@ -113,7 +113,7 @@ LABEL_TOPOLOGY = "slurmpod.io/topology"  # generic placement path, e.g. "block1/
 # Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
 LABEL_INSTANCE = "app.kubernetes.io/instance"
 # Emulated-cluster bookkeeping (docker labels set by `slurmpod cluster up`, read by `down`).
-DOCKER_LABEL_CLUSTER = "io.slurmpod_host.cluster"
+DOCKER_LABEL_CLUSTER = "io.slurmpod.cluster"
 DOCKER_LABEL_ROLE = "io.slurmpod.role"
 # Where `slurmpod cluster up` keeps a cluster's host files (munge key, podinfo, termination logs);
 # default $XDG_STATE_HOME/slurmpod/clusters (~/.local/state/slurmpod/clusters).

@@ -55,6 +55,7 @@ class PodPatch:
     env: Mapping[str, str] | None = None  # container env values set/overridden (plain `value:`)
     command: tuple[str, ...] | None = None  # container `command` override
     args: tuple[str, ...] | None = None  # container `args` override
+    read_only_mounts: tuple[str, ...] = ()  # mountPaths whose volumeMount gets `readOnly: true`
 
 
 def _check_limit(res: Mapping[str, Any], key: str, limit: str, field: str, problems: list[Problem]) -> None:
@@ -105,6 +106,13 @@ def patch_template(body: Mapping[str, Any], patch: PodPatch) -> dict[str, Any]:
         container["command"] = list(patch.command)
     if patch.args is not None:
         container["args"] = list(patch.args)
+    mounts = container.get("volumeMounts") or []
+    for path in patch.read_only_mounts:
+        found = [m for m in mounts if m.get("mountPath") == path]
+        if not found:
+            raise BadInput.one("spec.template.spec.containers[0].volumeMounts", path, "no volume mounted there")
+        for m in found:
+            m["readOnly"] = True
     return out
 
 

@@ -1,6 +1,6 @@
 """The Docker side of the emulator: network, volumes, containers as pods, exec, teardown.
 
-Every object carries the label io.slurmpod_host.cluster=<cluster>, which is all `down` needs, so it
+Every object carries the label io.slurmpod.cluster=<cluster>, which is all `down` needs, so it
 works after a pod was killed by hand or when some objects are already gone.
 Ref: https://docker-py.readthedocs.io/en/stable/api.html (low-level API: create_container et al.)
 """

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from slurmpod import slurm
+from slurmpod import nodestate
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import cli, lifecycle, runtime
 
@@ -44,7 +44,8 @@ class Session:
 
 
 def run_slurmpod(env: dict[str, str], *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "slurmpod.cli", *args], env=env, capture_output=True,
+    # -P: the installed packages, never the checkout's ./slurmpod folder (which would shadow them)
+    return subprocess.run([sys.executable, "-P", "-m", "slurmpod.cli", *args], env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
 
 
@@ -74,17 +75,17 @@ def scontrol_json(s: Session, *args: str) -> str:
     return result.stdout
 
 
-def nodes(s: Session) -> dict[str, slurm.NodeState]:
-    """Every node, from `scontrol show nodes --json` parsed by slurmpod.slurm."""
-    return {n.name: n for n in slurm.parse_nodes(scontrol_json(s, "nodes"))}
+def nodes(s: Session) -> dict[str, nodestate.NodeState]:
+    """Every node, from `scontrol show nodes --json` parsed by slurmpod.nodestate."""
+    return {n.name: n for n in nodestate.parse_nodes(scontrol_json(s, "nodes"))}
 
 
-def node(s: Session, name: str) -> slurm.NodeState | None:
+def node(s: Session, name: str) -> nodestate.NodeState | None:
     """One node from `scontrol show node NAME --json`; None when Slurm does not know it."""
     result = s.root_in(s.cluster.controller, "scontrol", "show", "node", name, "--json", timeout=30)
     if result.code != 0:
         return None
-    return next((n for n in slurm.parse_nodes(result.stdout) if n.name == name), None)
+    return next((n for n in nodestate.parse_nodes(result.stdout) if n.name == name), None)
 
 
 def node_json(s: Session, name: str) -> dict[str, Any]:
@@ -93,9 +94,9 @@ def node_json(s: Session, name: str) -> dict[str, Any]:
     return next(n for n in found if n["name"] == name)
 
 
-def usable(s: Session, name: str) -> slurm.NodeState | None:
+def usable(s: Session, name: str) -> nodestate.NodeState | None:
     n = node(s, name)
-    return n if n is not None and slurm.usable(n) and "IDLE" in n.states else None
+    return n if n is not None and n.usable_idle else None
 
 
 def wait_idle(s: Session, name: str, timeout: float = IDLE_TIMEOUT_S) -> float:

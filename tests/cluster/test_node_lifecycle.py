@@ -25,7 +25,6 @@ from clusterkit import (
     wait_ready,
 )
 
-from slurmpod import slurm
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import lifecycle, runtime
 from slurmpod_host.cluster.lifecycle import PodPatch
@@ -105,7 +104,7 @@ def test_features_annotation_shows_in_sinfo_and_empty_topology_registers(session
         assert has_empty.code == 0, "the pod should see SLINKY_TOPOLOGY set to an empty value"
         n = node(session, pod)
         assert n is not None
-        assert "IDLE" in n.states and "INVALID_REG" not in n.states, n
+        assert n.base == "IDLE" and "INVALID_REG" not in n.flags, n
         sinfo = session.root_in(session.cluster.controller, "sinfo", "-h", "-N", "-o", "%n %f").stdout
         features = dict(line.split(maxsplit=1) for line in sinfo.splitlines() if line.strip())
         assert set(features[pod].split(",")) == {"workers", "ib", "a100"}, sinfo
@@ -133,7 +132,7 @@ def test_new_pod_clears_only_the_drain_slurmpod_set(session: Session) -> None:
         # Usable again. Either reconcile-node resumed it ("cleared stale drain"), or slurmctld had already
         # dropped the DRAIN flag when the old slurmd went away unannounced and the new one registered
         # (ReturnToService=2), leaving only the reason text: both orders were observed.
-        assert slurm.usable(n), n
+        assert n.usable, n
 
         # An admin's drain survives the pod's replacement, preStop hook included.
         scontrol(session, "update", f"NodeName={pod}", "State=DRAIN", f"Reason={ADMIN_REASON}")
@@ -148,7 +147,7 @@ def test_new_pod_clears_only_the_drain_slurmpod_set(session: Session) -> None:
         n = node(session, pod)
         assert n is not None
         assert n.reason == ADMIN_REASON, n
-        assert n.states & {"DRAIN", "DRAINED"}, n
+        assert n.drained, n
     finally:
         scontrol(session, "update", f"NodeName={pod}", "State=RESUME")
         wait_idle(session, pod)
@@ -177,14 +176,20 @@ def test_readiness_probe_follows_the_slurm_node_and_liveness_the_daemons(session
     assert _probe(session, pod, "ready").code == 0
 
 
-# The reaper deletes a dynamic node NOT_RESPONDING/DOWN for nodeTimeoutSeconds (cluster spec, default 300,
+# The reaper deletes a dynamic node NOT_RESPONDING for nodeTimeoutSeconds (cluster spec, default 300,
 # at least 10). For this test: `kubectl edit configmap cluster` -> 10 s and the reaper's pass interval
-# 2 s (SLURMPOD_INTERVAL, the env twin of `slurmpod daemon node-reaper --interval`, default 15 s) on a
-# recreated controller pod; both are put back afterwards. Slurm itself first has to notice the pod is
-# gone: slurmctld pings nodes every SlurmdTimeout/3 = 20 s and a ping fails after MessageTimeout (10 s).
+# 2 s (SLURMPOD_REAPER_INTERVAL, the env twin of `slurmpod daemon node-reaper --interval`, default 15 s)
+# on a recreated controller pod; both are put back afterwards. Slurm itself first has to notice the pod
+# is gone. Documented worst case: slurmctld pings a node every SlurmdTimeout/3 and marks it
+# NOT_RESPONDING when a ping fails after MessageTimeout, at the latest SlurmdTimeout after its last
+# contact (Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SlurmdTimeout); then the reaper's timeout
+# and two of its passes. The test asserts the outcome within twice that bound; how long it took is a
+# figure (printed here), not an assertion.
+SLURMD_TIMEOUT_S = 60  # slurm.conf.j2
+MESSAGE_TIMEOUT_S = 10  # Slurm's default MessageTimeout
 REAPER_TIMEOUT_S = 10
 REAPER_INTERVAL_S = 2
-REAP_DEADLINE_S = 20 + 10 + REAPER_TIMEOUT_S + REAPER_INTERVAL_S + 15  # + slack for this 2-core box
+REAP_WORST_CASE_S = SLURMD_TIMEOUT_S + MESSAGE_TIMEOUT_S + REAPER_TIMEOUT_S + 2 * REAPER_INTERVAL_S
 
 
 def test_node_reaper_deletes_the_node_of_a_pod_gone_without_prestop(session: Session) -> None:
@@ -194,7 +199,8 @@ def test_node_reaper_deletes_the_node_of_a_pod_gone_without_prestop(session: Ses
     spec = old["cluster.yaml"].rstrip("\n") + f"\nnodeTimeoutSeconds: {REAPER_TIMEOUT_S}\n"
     lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec})
     try:
-        lifecycle.replace_pod(client, name, controller, PodPatch(env={"SLURMPOD_INTERVAL": str(REAPER_INTERVAL_S)}))
+        lifecycle.replace_pod(client, name, controller,
+                              PodPatch(env={"SLURMPOD_REAPER_INTERVAL": str(REAPER_INTERVAL_S)}))
         wait_ready(session, controller)
         all_idle(session)
         plan = lifecycle.plan_pod(client, name, "worker", len(session.cluster.workers))
@@ -205,8 +211,7 @@ def test_node_reaper_deletes_the_node_of_a_pod_gone_without_prestop(session: Ses
         client.containers.get(extra).kill()  # the pod is gone: no preStop, no drain, no delete
         lifecycle.delete_pod(client, name, extra, run_prestop=False)
         _, seconds = wait_for(f"node {extra} reaped", lambda: True if extra not in nodes(session) else None,
-                              REAP_DEADLINE_S + 30, poll=1.0)
-        assert seconds <= REAP_DEADLINE_S, f"reaped after {seconds:.0f}s"
+                              2 * REAP_WORST_CASE_S, poll=1.0)
         assert f'"node": "{extra}"' in runtime.logs_tail(client, controller, 400)  # the reaper's log line
         sinfo = session.root_in(controller, "sinfo", "-h", "-N", "-o", "%n").stdout
         assert extra not in sinfo.split()

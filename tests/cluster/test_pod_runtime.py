@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import testinfra
-from clusterkit import Session
+from clusterkit import Session, restore_pod
 
 from slurmpod import well_known as wk
 
@@ -64,3 +64,19 @@ def test_sshd_refuses_root_and_passwords(session: Session, role: str) -> None:
 def test_worker_sshd_uses_pam_slurm_adopt(session: Session) -> None:
     pam = _host(session, "worker").file("/etc/pam.d/sshd").content_string.splitlines()
     assert "account required pam_slurm_adopt.so action_no_jobs=deny" in pam
+
+
+def _host_key_seen_from_worker(session: Session) -> str:
+    """The host key the login pod's sshd offers, as a client sees it (ssh-keyscan from a worker)."""
+    scan = _host(session, "worker").run(f"ssh-keyscan -t ed25519 -T 5 {session.cluster.login}")
+    assert scan.rc == 0 and "ssh-ed25519" in scan.stdout, scan.stderr
+    return next(line.split()[-1] for line in scan.stdout.splitlines() if "ssh-ed25519" in line)
+
+
+def test_login_pod_keeps_its_ssh_host_key_across_a_restart(session: Session) -> None:
+    """The key comes from the ssh-host-keys Secret, so users' known_hosts stay valid."""
+    before = _host_key_seen_from_worker(session)
+    restore_pod(session, session.cluster.login)  # delete with preStop, recreate from the template
+    assert _host_key_seen_from_worker(session) == before
+    key = _host(session, "login").file(wk.SSH_HOST_KEY)
+    assert (key.user, key.mode) == ("root", 0o400)
