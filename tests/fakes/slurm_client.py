@@ -9,16 +9,14 @@ makes, records every call, and injects faults per method:
 - ``down_at = method``      the controller goes down (for good) when that method is first called;
 - ``down_calls = n``        the next n calls raise TransientError, then the controller is back;
 - ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue).
-``FakeSupervisor`` records stop/start and reports a configurable status.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from slurmpod.entrypoints.supervisor import ProgramStatus
 from slurmpod.errors import SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import DEFAULT_TIMEOUT, Job, SlurmRefused, reason_arg
@@ -169,29 +167,6 @@ class FakeSlurm:
     def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         self._enter("sinfo_summary", timeout)
         return "main* up infinite 0/1/0/1 w-0\n"
-
-
-@dataclass
-class FakeSupervisor:
-    """A recording ``Supervisor``: ``programs`` is what status reports, ``unreachable`` makes status raise;
-    ``on[action]`` runs after that action (e.g. a restarted slurmd registering again)."""
-
-    programs: tuple[ProgramStatus, ...] = (ProgramStatus("slurmd", "RUNNING"),)
-    unreachable: bool = False
-    control_ok: bool = True
-    actions: list[tuple[str, str]] = field(default_factory=list)
-    on: dict[str, Callable[[], None]] = field(default_factory=dict)
-
-    def status(self, *, timeout: float) -> tuple[ProgramStatus, ...]:
-        if self.unreachable:
-            raise TransientError("supervisord not answering (supervisorctl exited 2): refused connection")
-        return self.programs
-
-    def control(self, action: str, program: str, *, timeout: float) -> bool:
-        self.actions.append((action, program))
-        if action in self.on:
-            self.on[action]()
-        return self.control_ok
 
 
 # An admin's drain reason of 300 characters with double quotes at both ends (scontrol strips one pair

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from fakes.slurm_client import ADMIN_REASON_300, FakeClock, FakeSlurm, FakeSupervisor
+from fakes.slurm_client import ADMIN_REASON_300, FakeClock, FakeSlurm
+from fakes.supervisor import FakeSupervisor
 
 from slurmpod import reasons
 from slurmpod.entrypoints import prestop

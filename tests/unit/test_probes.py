@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes.slurm_client import FakeSlurm, FakeSupervisor
+from fakes.slurm_client import FakeSlurm
+from fakes.supervisor import FakeSupervisor
 
 from slurmpod import reasons
 from slurmpod import well_known as wk

@@ -4,7 +4,8 @@ stale record, and carry someone else's reason across it byte for byte."""
 from __future__ import annotations
 
 import pytest
-from fakes.slurm_client import ADMIN_REASON_300, FakeSlurm, FakeSupervisor
+from fakes.slurm_client import ADMIN_REASON_300, FakeSlurm
+from fakes.supervisor import FakeSupervisor
 
 from slurmpod import reasons
 from slurmpod.entrypoints.daemons import Reconciler
