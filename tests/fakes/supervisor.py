@@ -18,7 +18,7 @@ class FakeSupervisor:
     unreachable: bool = False
     control_ok: bool = True
     actions: list[tuple[str, str]] = field(default_factory=list)
-    on: dict[str, Callable[[], None]] = field(default_factory=dict)
+    on: dict[str, Callable[[], object]] = field(default_factory=dict)
 
     def status(self, *, timeout: float) -> tuple[ProgramStatus, ...]:
         if self.unreachable:

@@ -23,7 +23,7 @@ HEALTH_REASON = reasons.health("gpu-ecc", "GPU 3 uncorrectable ECC errors: 2")
 
 def _registers_afresh(slurm: FakeSlurm) -> FakeSupervisor:
     """A supervisor whose `start slurmd` makes slurmd register the pod's own definition."""
-    return FakeSupervisor(on={"start": lambda: slurm.add_node(NODE, **SHAPE)})  # type: ignore[arg-type]
+    return FakeSupervisor(on={"start": lambda: slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM",), "", **SHAPE)})
 
 
 def test_admin_reason_fixture_is_long_and_quoted() -> None:
@@ -47,7 +47,7 @@ def test_admin_reason_fixture_is_long_and_quoted() -> None:
 )
 def test_only_the_lifecycle_drain_is_lifted(base: str, flags: tuple[str, ...], reason: str, lifted: bool) -> None:
     slurm = FakeSlurm()
-    slurm.add_node(NODE, base, flags, reason, **SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, base, flags, reason, **SHAPE)
     sup = FakeSupervisor()
     assert Reconciler(slurm, sup, NODE, slurm.clock).run(CONF) == 0
     assert bool(slurm.called("resume")) is lifted
@@ -60,7 +60,7 @@ def test_only_the_lifecycle_drain_is_lifted(base: str, flags: tuple[str, ...], r
 
 def test_waits_however_long_the_controller_is_down() -> None:
     slurm = FakeSlurm(down_calls=400)
-    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.POD_TERMINATING, **SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.POD_TERMINATING, **SHAPE)
     start = slurm.clock.now
     assert Reconciler(slurm, FakeSupervisor(), NODE, slurm.clock).run(CONF) == 0
     assert len(slurm.calls) > 400
@@ -78,7 +78,7 @@ def test_waits_however_long_the_controller_is_down() -> None:
 )
 def test_bad_answers_are_waited_out(fault: TransientError) -> None:
     slurm = FakeSlurm()
-    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.POD_TERMINATING, **SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.POD_TERMINATING, **SHAPE)
 
     class Flaky(FakeSlurm):
         left = 50
@@ -103,10 +103,10 @@ def test_waits_for_slurmd_to_register() -> None:
             n = len(self.called("node"))
             if n == 5:
                 self.add_node(NODE, "UNKNOWN", ("DYNAMIC_NORM", "DRAIN", "NOT_RESPONDING"), reasons.POD_TERMINATING,
-                              **SHAPE)  # type: ignore[arg-type]
+                              **SHAPE)
             if n == 10:
                 self.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.POD_TERMINATING,
-                              **SHAPE)  # type: ignore[arg-type]
+                              **SHAPE)
             seen.append(str(self.nodes_by_name.get(NODE)))
             return super().node(name, timeout=timeout)
 
@@ -133,12 +133,17 @@ def test_waits_for_slurmd_to_register() -> None:
 def test_stale_record_is_replaced_and_foreign_reason_kept(base: str, flags: tuple[str, ...], reason: str,
                                                           reapplied: bool) -> None:
     slurm = FakeSlurm()
-    slurm.add_node(NODE, base, flags, reason, **OLD_SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, base, flags, reason, **OLD_SHAPE)
     sup = _registers_afresh(slurm)
     order: list[str] = []
     sup.on["stop"] = lambda: order.append("stop")
-    start = sup.on["start"]
-    sup.on["start"] = lambda: (order.append("start"), start())  # type: ignore[func-returns-value]
+    register = sup.on["start"]
+
+    def start() -> None:
+        order.append("start")
+        register()
+
+    sup.on["start"] = start
     slurm_delete = slurm.delete_node
 
     def delete(name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -166,7 +171,7 @@ def test_stale_record_is_replaced_and_foreign_reason_kept(base: str, flags: tupl
 def test_stale_record_with_jobs_is_never_deleted(reason: str) -> None:
     slurm = FakeSlurm()
     flags = ("DYNAMIC_NORM", "DRAIN") if reason else ("DYNAMIC_NORM",)
-    slurm.add_node(NODE, "ALLOCATED", flags, reason, **OLD_SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, "ALLOCATED", flags, reason, **OLD_SHAPE)
     slurm.add_job(9, NODE)
     sup = _registers_afresh(slurm)
     assert Reconciler(slurm, sup, NODE, slurm.clock).run(CONF) == 0
@@ -179,7 +184,7 @@ def test_stale_record_with_jobs_is_never_deleted(reason: str) -> None:
 
 def test_stale_record_waits_out_a_controller_down_during_delete() -> None:
     slurm = FakeSlurm()
-    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), ADMIN_REASON_300, **OLD_SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), ADMIN_REASON_300, **OLD_SHAPE)
     sup = _registers_afresh(slurm)
     sup.on["stop"] = lambda: setattr(slurm, "down_calls", 300)
     Reconciler(slurm, sup, NODE, slurm.clock).run(CONF)
@@ -190,7 +195,7 @@ def test_stale_record_waits_out_a_controller_down_during_delete() -> None:
 
 def test_delete_refused_still_restarts_slurmd() -> None:
     slurm = FakeSlurm()
-    slurm.add_node(NODE, **OLD_SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM",), "", **OLD_SHAPE)
     slurm.fail["delete_node"] = SlurmRefused("scontrol delete exited 1: Node has jobs")
     sup = _registers_afresh(slurm)
     with pytest.raises(SlurmRefused):  # supervisord restarts reconcile-node; slurmd is not left stopped
@@ -200,7 +205,7 @@ def test_delete_refused_still_restarts_slurmd() -> None:
 
 def test_no_expected_conf_never_re_registers() -> None:
     slurm = FakeSlurm()
-    slurm.add_node(NODE, **OLD_SHAPE)  # type: ignore[arg-type]
+    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM",), "", **OLD_SHAPE)
     sup = FakeSupervisor()
     Reconciler(slurm, sup, NODE, slurm.clock).run("")
     assert sup.actions == [] and not slurm.called("delete_node")
