@@ -6,14 +6,15 @@ Every problem is reported at once, each naming its path in the document (``parti
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from slurmpod import confvalues
 from slurmpod import well_known as wk
-from slurmpod.errors import BadInput, Problem
+from slurmpod.errors import BadInput
+from slurmpod.problems import Problems
 
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PreemptMode
 PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG")
@@ -82,41 +83,6 @@ _TOP_KEYS = {
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
 
 
-def _unknown(doc: dict[str, Any], allowed: set[str], path: str, problems: list[Problem]) -> None:
-    for key in sorted(set(doc) - allowed):
-        problems.append(
-            Problem(f"{path}{key}", str(doc[key]), f"unknown key (allowed: {', '.join(sorted(allowed))})")
-        )
-
-
-def _mappings(
-    doc: dict[str, Any], key: str, default: list[dict[str, Any]], problems: list[Problem], *, non_empty: bool
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The mappings of list ``key`` in order, each with its path prefix (``partitions[0].``)."""
-    raw = doc.get(key, default)
-    if not isinstance(raw, list) or (non_empty and not raw):
-        problems.append(Problem(key, str(raw), "must be a non-empty list" if non_empty else "must be a list"))
-        return
-    for i, item in enumerate(raw):
-        if isinstance(item, dict):
-            yield f"{key}[{i}].", item
-        else:
-            problems.append(Problem(f"{key}[{i}]", str(item), "must be a mapping"))
-
-
-def _duplicates(kind: str, names: list[str], problems: list[Problem]) -> None:
-    for dup in sorted({n for n in names if names.count(n) > 1}):
-        problems.append(Problem(kind, dup, "name used more than once"))
-
-
-def _try(problems: list[Problem], fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except BadInput as exc:
-        problems.extend(exc.problems)
-        return None
-
-
 def _max_time(field: str, value: object) -> str:
     text = str(value)
     # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_MaxTime (minutes, [days-]hh:mm:ss or INFINITE)
@@ -140,30 +106,30 @@ _HOOK_KEYS = {"prolog", "epilog", "prologFlags", "healthCheckProgram", "healthCh
               "healthCheckNodeState"}
 
 
-def _hooks(doc: object, problems: list[Problem]) -> HooksSpec:
+def _hooks(doc: object, p: Problems) -> HooksSpec:
     if doc is None:
         return HooksSpec()
     if not isinstance(doc, dict):
-        problems.append(Problem("hooks", str(doc), "must be a mapping"))
+        p.add("hooks", str(doc), "must be a mapping")
         return HooksSpec()
-    _unknown(doc, _HOOK_KEYS, "hooks.", problems)
+    p.unknown_keys("hooks", doc, _HOOK_KEYS)
     paths: dict[str, str | None] = {}
     for key in ("prolog", "epilog", "healthCheckProgram"):
         value = doc.get(key)
-        paths[key] = None if value is None else _try(problems, confvalues.path, f"hooks.{key}", str(value))
+        paths[key] = None if value is None else p.field(f"hooks.{key}", str(value), confvalues.path)
     lists: dict[str, tuple[str, ...]] = {}
     for key, allowed in (("prologFlags", PROLOG_FLAGS), ("healthCheckNodeState", HEALTH_CHECK_STATES)):
         raw = doc.get(key, [])
         if not isinstance(raw, list):
-            problems.append(Problem(f"hooks.{key}", str(raw), "must be a list"))
+            p.add(f"hooks.{key}", str(raw), "must be a list")
             raw = []
         for i, item in enumerate(raw):
-            _try(problems, _choice, f"hooks.{key}[{i}]", item, allowed)
+            p.field(f"hooks.{key}[{i}]", item, _one_of(allowed))
         lists[key] = tuple(str(item) for item in raw if item in allowed)
-    interval = _try(problems, confvalues.integer, "hooks.healthCheckInterval", doc.get("healthCheckInterval", 0),
-                    0, 86_400)
+    interval = p.field("hooks.healthCheckInterval", doc.get("healthCheckInterval", 0),
+                       _int(0, 86_400))
     if interval and not paths["healthCheckProgram"]:
-        problems.append(Problem("hooks.healthCheckInterval", str(interval), "needs hooks.healthCheckProgram"))
+        p.add("hooks.healthCheckInterval", str(interval), "needs hooks.healthCheckProgram")
     return HooksSpec(paths["prolog"], paths["epilog"], lists["prologFlags"], paths["healthCheckProgram"],
                      interval or 0, lists["healthCheckNodeState"])
 
@@ -174,98 +140,87 @@ def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
+    return lambda field, value: _choice(field, value, choices)
+
+
+def _int(low: int, high: int) -> Callable[[str, Any], int]:
+    return lambda field, value: confvalues.integer(field, value, low, high)
+
+
 def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
-    problems: list[Problem] = []
     if not isinstance(doc, dict):
         raise BadInput.one(source, str(doc)[:80], "must be a YAML mapping")
-    _unknown(doc, _TOP_KEYS, "", problems)
+    p = Problems()
+    p.unknown_keys("", doc, _TOP_KEYS)
 
     raw_name = doc.get("clusterName", "slurmpod")
     cluster_name = None
     if not isinstance(raw_name, str):
-        problems.append(Problem("clusterName", str(raw_name), "must be a string"))
+        p.add("clusterName", str(raw_name), "must be a string")
     else:
-        cluster_name = _try(problems, confvalues.name, "clusterName", raw_name)
-    auth = _try(problems, _choice, "auth", doc.get("auth", "munge"), AUTH_TYPES)
-    select = _try(problems, _choice, "select", doc.get("select", "cons_tres"), SELECT_TYPES)
-    topo = _try(problems, _choice, "topologyPlugin", doc.get("topologyPlugin", "none"), TOPOLOGY_PLUGINS)
-    max_nodes = _try(problems, confvalues.integer, "maxNodes", doc.get("maxNodes", 1024), 1, 65_000)
-    node_timeout = _try(
-        problems, confvalues.integer, "nodeTimeoutSeconds", doc.get("nodeTimeoutSeconds", 300), 10, 86_400
-    )
+        cluster_name = p.field("clusterName", raw_name, confvalues.name)
+    auth = p.field("auth", doc.get("auth", "munge"), _one_of(AUTH_TYPES))
+    select = p.field("select", doc.get("select", "cons_tres"), _one_of(SELECT_TYPES))
+    topo = p.field("topologyPlugin", doc.get("topologyPlugin", "none"), _one_of(TOPOLOGY_PLUGINS))
+    max_nodes = p.field("maxNodes", doc.get("maxNodes", 1024), _int(1, 65_000))
+    node_timeout = p.field("nodeTimeoutSeconds", doc.get("nodeTimeoutSeconds", 300), _int(10, 86_400))
 
     cgroups = doc.get("cgroups", False)
     if not isinstance(cgroups, bool):
-        problems.append(Problem("cgroups", str(cgroups), "must be true or false"))
+        p.add("cgroups", str(cgroups), "must be true or false")
 
     nodesets: list[NodeSetSpec] = []
     default_sets = [{"name": "workers", "feature": "workers"}]
-    for path, ns in _mappings(doc, "nodesets", default_sets, problems, non_empty=False):
-        _unknown(ns, {"name", "feature"}, path, problems)
-        name = _try(problems, confvalues.name, path + "name", str(ns.get("name", "")))
-        feat = _try(
-            problems, confvalues.feature, path + "feature", str(ns.get("feature", ns.get("name", "")))
-        )
+    for path, ns in p.mappings("nodesets", doc.get("nodesets", default_sets)):
+        p.unknown_keys(path, ns, {"name", "feature"})
+        name = p.field(f"{path}.name", str(ns.get("name", "")), confvalues.name)
+        feat = p.field(f"{path}.feature", str(ns.get("feature", ns.get("name", ""))), confvalues.feature)
         if name and feat:
             nodesets.append(NodeSetSpec(name, feat))
     set_names = {n.name for n in nodesets}
-    _duplicates("nodesets", [n.name for n in nodesets], problems)
+    p.unique("nodesets", [n.name for n in nodesets])
 
     partitions: list[PartitionSpec] = []
     default_parts = [{"name": "main", "nodesets": ["workers"], "default": True}]
-    for path, part in _mappings(doc, "partitions", default_parts, problems, non_empty=True):
-        _unknown(part, _PART_KEYS, path, problems)
-        pname = _try(problems, confvalues.name, path + "name", str(part.get("name", "")))
+    for path, part in p.mappings("partitions", doc.get("partitions", default_parts), non_empty=True):
+        p.unknown_keys(path, part, _PART_KEYS)
+        pname = p.field(f"{path}.name", str(part.get("name", "")), confvalues.name)
         members = part.get("nodesets", [])
         if not isinstance(members, list) or not members:
-            problems.append(Problem(path + "nodesets", str(members), "must be a non-empty list"))
+            p.add(f"{path}.nodesets", str(members), "must be a non-empty list")
             members = []
         for m in members:
-            if m not in set_names:
-                problems.append(Problem(path + "nodesets", str(m), "no such nodeset"))
+            p.check(m in set_names, f"{path}.nodesets", str(m), "no such nodeset")
         default = part.get("default", False)
-        if not isinstance(default, bool):
-            problems.append(Problem(path + "default", str(default), "must be true or false"))
-        tier = _try(
-            problems, confvalues.integer, path + "priorityTier", part.get("priorityTier", 1), 0, 65_533
-        )
-        mode = _try(
-            problems,
-            _choice,
-            path + "preemptMode",
-            _preempt_text(part.get("preemptMode", "OFF")),
-            PREEMPT_MODES,
-        )
-        grace = _try(problems, confvalues.integer, path + "graceTime", part.get("graceTime", 0), 0, 86_400)
-        max_time = _try(problems, _max_time, path + "maxTime", part.get("maxTime", "INFINITE"))
-        if pname is not None and None not in (tier, mode, grace, max_time):
+        p.check(isinstance(default, bool), f"{path}.default", str(default), "must be true or false")
+        tier = p.field(f"{path}.priorityTier", part.get("priorityTier", 1), _int(0, 65_533))
+        mode = p.field(f"{path}.preemptMode", _preempt_text(part.get("preemptMode", "OFF")), _one_of(PREEMPT_MODES))
+        grace = p.field(f"{path}.graceTime", part.get("graceTime", 0), _int(0, 86_400))
+        max_time = p.field(f"{path}.maxTime", part.get("maxTime", "INFINITE"), _max_time)
+        if pname is not None and tier is not None and mode is not None and grace is not None \
+                and max_time is not None:
             partitions.append(
-                PartitionSpec(
-                    pname, tuple(str(m) for m in members), bool(default), tier, mode, grace, max_time
-                )
+                PartitionSpec(pname, tuple(str(m) for m in members), bool(default), tier, mode, grace, max_time)
             )
-    _duplicates("partitions", [p.name for p in partitions], problems)
-    if sum(p.default for p in partitions) > 1:
-        problems.append(
-            Problem(
-                "partitions",
-                ",".join(p.name for p in partitions if p.default),
-                "more than one default partition",
-            )
-        )
+    p.unique("partitions", [part.name for part in partitions])
+    defaults = [part.name for part in partitions if part.default]
+    p.check(len(defaults) <= 1, "partitions", ",".join(defaults), "more than one default partition")
 
     extra = doc.get("extraLines", [])
     if not isinstance(extra, list):
-        problems.append(Problem("extraLines", str(extra), "must be a list of strings"))
+        p.add("extraLines", str(extra), "must be a list of strings")
         extra = []
     for i, line in enumerate(extra):
-        if not isinstance(line, str) or "\n" in line or "\r" in line:
-            problems.append(Problem(f"extraLines[{i}]", str(line), "must be one line of text"))
+        one_line = isinstance(line, str) and "\n" not in line and "\r" not in line
+        p.check(one_line, f"extraLines[{i}]", str(line), "must be one line of text")
 
-    hooks = _hooks(doc.get("hooks"), problems)
+    hooks = _hooks(doc.get("hooks"), p)
 
-    if problems or cluster_name is None:
-        raise BadInput(problems)
+    p.raise_if_any()
+    if (cluster_name is None or auth is None or select is None or topo is None or max_nodes is None
+            or node_timeout is None):
+        raise AssertionError("a field failed validation without a problem recorded")
     return ClusterSpec(
         cluster_name,
         auth,

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from slurmpod import confvalues
 from slurmpod import well_known as wk
-from slurmpod.errors import BadInput, Problem
+from slurmpod.errors import BadInput
 from slurmpod.hardware import Gpu, Hardware
 from slurmpod.podinfo import PodInfo
+from slurmpod.problems import Problems
 from slurmpod.slurm_version import SlurmVersion
 
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Weight (uint32, default 1)
@@ -104,7 +105,7 @@ MAX_FEATURES = 64
 MAX_CONF_CHARS = 8192
 
 
-def _features(pod: PodInfo, nodeset: str | None, problems: list[Problem]) -> tuple[str, ...]:
+def _features(pod: PodInfo, nodeset: str | None, problems: Problems) -> tuple[str, ...]:
     raw: list[tuple[str, str]] = []
     if nodeset:
         raw.append((wk.ENV_NODESET, nodeset))
@@ -114,45 +115,33 @@ def _features(pod: PodInfo, nodeset: str | None, problems: list[Problem]) -> tup
     raw.extend((f"annotation {wk.ANNOTATION_FEATURES}", f.strip()) for f in extra.split(",") if f.strip())
     seen: list[str] = []
     for field, value in raw:
-        try:
-            confvalues.feature(field, value)
-        except BadInput as exc:
-            problems.extend(exc.problems)
+        if problems.field(field, value, confvalues.feature) is None:
             continue
         if value not in seen:
             seen.append(value)
     if len(seen) > MAX_FEATURES:
-        problems.append(Problem(f"annotation {wk.ANNOTATION_FEATURES}", extra,
-                                f"{len(seen)} features; at most {MAX_FEATURES}"))
+        problems.add(f"annotation {wk.ANNOTATION_FEATURES}", extra, f"{len(seen)} features; at most {MAX_FEATURES}")
     return tuple(seen)
 
 
 def build(pod: PodInfo, hw: Hardware, version: SlurmVersion, nodeset: str | None = None) -> NodeSpec:
     """Derive the node: the host's shape, minus what the pod's cpuset and limits keep from it."""
-    problems: list[Problem] = []
+    problems = Problems()
     features = _features(pod, nodeset, problems)
 
     weight = None
     if wk.ANNOTATION_WEIGHT in pod.annotations:
-        try:
-            weight = confvalues.integer(
-                f"annotation {wk.ANNOTATION_WEIGHT}", pod.annotations[wk.ANNOTATION_WEIGHT], 1, MAX_WEIGHT
-            )
-        except BadInput as exc:
-            problems.extend(exc.problems)
+        weight = problems.field(f"annotation {wk.ANNOTATION_WEIGHT}", pod.annotations[wk.ANNOTATION_WEIGHT],
+                                lambda field, value: confvalues.integer(field, value, 1, MAX_WEIGHT))
 
     topology = None
     if pod.topology and version.node_topology:
         field = f"{wk.ENV_SLINKY_TOPOLOGY} or label {wk.LABEL_TOPOLOGY}"
-        try:
-            topo_name, sep, unit = pod.topology.partition(":")
-            if not sep:  # a bare unit goes into the default topology
-                topo_name, unit = "default", pod.topology
-            topology = f"{confvalues.name(field, topo_name)}:{confvalues.name(field, unit)}"
-        except BadInput as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise BadInput(problems)
+        topo_name, sep, unit = pod.topology.partition(":")
+        if not sep:  # a bare unit goes into the default topology
+            topo_name, unit = "default", pod.topology
+        topology = problems.field(field, f"{topo_name}:{unit}", _topology)
+    problems.raise_if_any()
 
     # CPUs the pod may use: its cpuset, further capped by the CPU limit (downward API or cgroup quota),
     # in whole CPUs rounded down, at least one. Slurm allocates whole cores, so reserve the rest with
@@ -188,6 +177,12 @@ def build(pod: PodInfo, hw: Hardware, version: SlurmVersion, nodeset: str | None
                            f"the node definition would be {len(spec.conf_string())} characters; "
                            f"at most {MAX_CONF_CHARS}")
     return spec
+
+
+def _topology(field: str, value: str) -> str:
+    """``name:unit``, each a Slurm name; the first bad part is reported with its own value."""
+    topo_name, _, unit = value.partition(":")
+    return f"{confvalues.name(field, topo_name)}:{confvalues.name(field, unit)}"
 
 
 def extra_features(pod: PodInfo) -> str:

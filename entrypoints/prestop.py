@@ -18,7 +18,6 @@ Ref: https://slurm.schedmd.com/scontrol.html#OPT_requeue
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -85,8 +84,12 @@ def run(client: SlurmClient, supervisor: Supervisor, node: str, grace: float, *,
     clock = clock or SystemClock()
     deadline = Deadline(clock, max(1.0, grace - RESERVE_SECONDS))
     report = Report(node)
-    with contextlib.suppress(_Gave_up):  # what could not be done is in report.errors
+    try:
         _leave_slurm(client, node, deadline, report)
+    except _Gave_up:  # what could not be done is in report.errors
+        pass
+    except PermanentError as exc:  # slurmctld refused a step: keep what is left, still stop slurmd
+        report.errors.append(f"slurmctld refused: {exc}")
     if stop_slurmd:
         report.slurmd_stopped = supervisor.control("stop", "slurmd", timeout=deadline.budget(STEP_TIMEOUT))
         if report.emptied and report.drained:

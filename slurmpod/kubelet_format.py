@@ -7,7 +7,7 @@ Ref: https://pkg.go.dev/strconv#Quote (escape set handled by ``go_unquote``)
 
 from __future__ import annotations
 
-from slurmpod.errors import BadInput, Problem
+from slurmpod.problems import Problems
 
 _SIMPLE = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"'}
 _HEX_LEN = {"x": 2, "u": 4, "U": 8}
@@ -91,26 +91,25 @@ def go_quote(value: str) -> str:
 def parse(text: str, source: str) -> dict[str, str]:
     """Parse a kubelet map file; every malformed line is reported, naming ``source`` and the line."""
     result: dict[str, str] = {}
-    problems: list[Problem] = []
+    problems = Problems()
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         key, sep, quoted = line.partition("=")
         field = f"{source}:{lineno}"
         if not sep or not key:
-            problems.append(Problem(field, line, 'expected key="value"'))
+            problems.add(field, line, 'expected key="value"')
             continue
         try:
             value = go_unquote(quoted)
         except ValueError as exc:
-            problems.append(Problem(field, line, str(exc)))
+            problems.add(field, line, str(exc))
             continue
         if key in result:
-            problems.append(Problem(field, line, f"duplicate key {key!r}"))
+            problems.add(field, line, f"duplicate key {key!r}")
             continue
         result[key] = value
-    if problems:
-        raise BadInput(problems)
+    problems.raise_if_any()
     return result
 
 

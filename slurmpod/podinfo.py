@@ -16,7 +16,8 @@ from types import MappingProxyType
 
 from slurmpod import confvalues, kubelet_format
 from slurmpod import well_known as wk
-from slurmpod.errors import BadInput, Problem
+from slurmpod.errors import BadInput
+from slurmpod.problems import Problems
 
 # Slurm keeps CPUs per node in a uint16; more than that is not a real limit.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_CPUs
@@ -55,67 +56,62 @@ def read_env_file(path: Path) -> dict[str, str]:
     except OSError as exc:
         raise BadInput.one("--env-file", str(path), f"cannot read: {exc.strerror}") from None
     env: dict[str, str] = {}
-    problems = []
+    p = Problems()
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         key, sep, value = line.partition("=")
         if not sep or not key.strip():
-            problems.append(Problem(f"{path}:{lineno}", line, "expected KEY=VALUE"))
+            p.add(f"{path}:{lineno}", line, "expected KEY=VALUE")
             continue
         env[key.strip()] = value
-    if problems:
-        raise BadInput(problems)
+    p.raise_if_any()
     return env
 
 
-def _read_map(directory: Path, name: str, problems: list[Problem]) -> Mapping[str, str]:
+def _read_map(directory: Path, name: str, p: Problems) -> Mapping[str, str]:
     path = directory / name
     if not path.exists():
         return MappingProxyType({})
     try:
-        return MappingProxyType(kubelet_format.parse(path.read_text(encoding="utf-8"), str(path)))
-    except BadInput as exc:
-        problems.extend(exc.problems)
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(str(path), "", f"cannot read: {exc}"))
-    return MappingProxyType({})
+        p.add(str(path), "", f"cannot read: {exc}")
+        return MappingProxyType({})
+    return MappingProxyType(p.field(str(path), text, _kubelet_map) or {})
 
 
-def _int_env(env: Mapping[str, str], key: str, low: int, high: int, problems: list[Problem]) -> int | None:
+def _kubelet_map(field: str, text: str) -> dict[str, str]:
+    return kubelet_format.parse(text, field)
+
+
+def _int_env(env: Mapping[str, str], key: str, low: int, high: int, p: Problems) -> int | None:
     raw = env.get(key)
     if raw is None:
         return None
-    try:
-        return confvalues.integer(key, raw, low, high)
-    except BadInput as exc:
-        problems.extend(exc.problems)
-        return None
+    return p.field(key, raw, lambda field, value: confvalues.integer(field, value, low, high))
 
 
-def _ip_env(env: Mapping[str, str], key: str, problems: list[Problem]) -> str:
+def _ip_env(env: Mapping[str, str], key: str, p: Problems) -> str:
     raw = env.get(key, "")
     if not raw:
         return ""
     try:
         return str(ipaddress.ip_address(raw))
     except ValueError:
-        problems.append(Problem(key, raw, "not an IP address"))
+        p.add(key, raw, "not an IP address")
         return ""
 
 
 def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool = True) -> PodInfo:
     """Build a PodInfo from ``env`` and the downwardAPI files; BadInput lists every problem."""
-    problems: list[Problem] = []
+    problems = Problems()
 
     name = env.get(wk.ENV_POD_NAME, "")
     if not name:
-        problems.append(Problem(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)"))
+        problems.add(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
     else:
-        try:
-            confvalues.node_name(wk.ENV_POD_NAME, name)
-        except BadInput as exc:
-            problems.extend(exc.problems)
+        problems.field(wk.ENV_POD_NAME, name, confvalues.node_name)
 
     namespace = env.get(wk.ENV_POD_NAMESPACE, "default")
     cluster_name = env.get(wk.ENV_CLUSTER_NAME, "slurmpod")
@@ -126,10 +122,7 @@ def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool 
     if controller or require_controller:
         checks.append((confvalues.host, wk.ENV_CONTROLLER, controller))
     for check, key, value in checks:
-        try:
-            check(key, value)
-        except BadInput as exc:
-            problems.extend(exc.problems)
+        problems.field(key, value, check)
 
     # CPU limit: resourceFieldRef limits.cpu with divisor 1m, or Slinky's whole-CPU POD_CPUS.
     cpu = _int_env(env, wk.ENV_CPU_LIMIT, 1, MAX_CPU_MILLIS, problems)
@@ -142,7 +135,7 @@ def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool 
     grace = _int_env(env, wk.ENV_GRACE_SECONDS, 1, MAX_GRACE_SECONDS, problems)
 
     if not podinfo_dir.is_dir():
-        problems.append(Problem(wk.ENV_PODINFO_DIR, str(podinfo_dir), "not a directory (downwardAPI volume)"))
+        problems.add(wk.ENV_PODINFO_DIR, str(podinfo_dir), "not a directory (downwardAPI volume)")
         labels: Mapping[str, str] = MappingProxyType({})
         annotations: Mapping[str, str] = MappingProxyType({})
     else:
@@ -153,8 +146,7 @@ def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool 
     host_ip = _ip_env(env, wk.ENV_HOST_IP, problems)
     topology = env.get(wk.ENV_SLINKY_TOPOLOGY, "") or labels.get(wk.LABEL_TOPOLOGY, "")
 
-    if problems:
-        raise BadInput(problems)
+    problems.raise_if_any()
     return PodInfo(
         name=name,
         namespace=namespace,

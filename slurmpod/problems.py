@@ -99,11 +99,13 @@ class Problems:
         return None
 
     def unique(self, path: str, names: Iterable[str]) -> None:
+        """One problem per name used more than once, in sorted order."""
         seen: set[str] = set()
+        repeated: set[str] = set()
         for name in names:
-            if name in seen:
-                self.add(path, name, "name used more than once")
-            seen.add(name)
+            (repeated if name in seen else seen).add(name)
+        for name in sorted(repeated):
+            self.add(path, name, "name used more than once")
 
     def raise_if_any(self) -> None:
         if self._items:

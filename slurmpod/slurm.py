@@ -115,8 +115,12 @@ def parse_jobs(text: str) -> tuple[Job, ...]:
 
 
 def not_found(result: Result) -> bool:
+    """slurmctld answered that the node has no record; a failure to reach it never counts, even when its
+    text says "not found" (a controller host not found)."""
     text = result.stderr + result.stdout
-    return result.returncode != 0 and any(m in text for m in NODE_NOT_FOUND_MARKERS)
+    if result.returncode == 0 or any(m in text for m in UNREACHABLE_MARKERS):
+        return False
+    return any(m in text for m in NODE_NOT_FOUND_MARKERS)
 
 
 class CliSlurmClient:

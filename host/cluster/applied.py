@@ -20,7 +20,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from slurmpod.errors import BadInput, PermanentError, Problem
+from slurmpod.errors import BadInput, PermanentError
+from slurmpod.problems import Problems
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.podspec import ClusterParams
 from slurmpod_host.cluster.volumes import resolve_secret
@@ -37,7 +38,7 @@ class Applied:
 
 def resolve_secrets(bundle: Bundle, generate: Callable[[int], bytes]) -> Bundle:
     """``bundle`` with each Secret's values resolved (empty ones generated) into base64 ``data``."""
-    problems: list[Problem] = []
+    problems = Problems()
     docs = []
     for doc in bundle.documents:
         if doc.kind != "Secret":
@@ -47,8 +48,7 @@ def resolve_secrets(bundle: Bundle, generate: Callable[[int], bytes]) -> Bundle:
         body = {k: v for k, v in doc.body.items() if k != "stringData"}
         body["data"] = {k: base64.b64encode(v).decode("ascii") for k, v in sorted(data.items())}
         docs.append(Document(doc.source, body))
-    if problems:
-        raise BadInput(problems)
+    problems.raise_if_any()
     return Bundle(bundle.namespace, tuple(docs))
 
 

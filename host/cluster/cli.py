@@ -182,6 +182,7 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
 
 def down(name: str, out: TextIO = sys.stdout) -> list[str]:
     """Remove every Docker object labelled for ``name`` and its state dir; idempotent."""
+    state.check_name(name)  # before any Docker call or path: nothing outside the state root is removed
     client = runtime.connect()
     removed = runtime.remove_all(client, name)
     if state.remove(state.state_dir(name)):
@@ -195,6 +196,7 @@ def down(name: str, out: TextIO = sys.stdout) -> list[str]:
 
 def status(name: str, out: TextIO = sys.stdout) -> int:
     """Pods (name, state, IP) and sinfo; 1 when the cluster has no pods."""
+    state.check_name(name)
     client = runtime.connect()
     root = state.state_dir(name)
     pods = runtime.statuses(client, name, root)
@@ -225,6 +227,7 @@ def print_sinfo(cluster: Cluster, out: TextIO = sys.stdout) -> None:
 
 def main(args: argparse.Namespace) -> int:
     command = args.cluster_command
+    state.check_name(args.name)
     if command == "up":
         cluster = up(args.name, args.flavor, args.workers, args.timeout, auth=args.auth)
         print(f"cluster {cluster.name!r} up in {cluster.seconds:.1f}s: {len(cluster.workers)} workers IDLE "

@@ -31,7 +31,8 @@ from typing import Any
 import docker
 
 from slurmpod import well_known as wk
-from slurmpod.errors import BadInput, PermanentError, Problem
+from slurmpod.errors import BadInput, PermanentError
+from slurmpod.problems import Problems
 from slurmpod_host.cluster import applied, podspec, quantity, runtime, state
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.plan import PodPlan
@@ -58,7 +59,7 @@ class PodPatch:
     read_only_mounts: tuple[str, ...] = ()  # mountPaths whose volumeMount gets `readOnly: true`
 
 
-def _check_limit(res: Mapping[str, Any], key: str, limit: str, field: str, problems: list[Problem]) -> None:
+def _check_limit(res: Mapping[str, Any], key: str, limit: str, field: str, problems: Problems) -> None:
     try:
         value = quantity.parse(f"{field}.limits.{key}", limit)
     except BadInput as exc:
@@ -68,7 +69,7 @@ def _check_limit(res: Mapping[str, Any], key: str, limit: str, field: str, probl
     # The API server rejects a request above its limit.
     # Ref: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#requests-and-limits
     if request is not None and quantity.parse(f"{field}.requests.{key}", request) > value:
-        problems.append(Problem(f"{field}.limits.{key}", limit, f"below requests.{key} {request}"))
+        problems.add(f"{field}.limits.{key}", limit, f"below requests.{key} {request}")
 
 
 def patch_template(body: Mapping[str, Any], patch: PodPatch) -> dict[str, Any]:
@@ -80,14 +81,13 @@ def patch_template(body: Mapping[str, Any], patch: PodPatch) -> dict[str, Any]:
         raise BadInput.one("spec.template.spec.containers", "[]", "no container to patch")
     container = containers[0]
     field = "spec.template.spec.containers[0].resources"
-    problems: list[Problem] = []
+    problems = Problems()
     res = container.setdefault("resources", {})
     for key, limit in (("cpu", patch.cpu_limit), ("memory", patch.memory_limit)):
         if limit is not None:
             _check_limit(res, key, limit, field, problems)
             res.setdefault("limits", {})[key] = limit
-    if problems:
-        raise BadInput(problems)
+    problems.raise_if_any()
     if patch.annotations:
         meta = template.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), **{str(k): str(v)

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from slurmpod.errors import BadInput, PermanentError, Problem
+from slurmpod.errors import BadInput, PermanentError
+from slurmpod.problems import Problems
 
 KUSTOMIZATION = "kustomization.yaml"
 DEFAULT_NAMESPACE = "default"  # what kubectl uses when neither the manifest nor kustomize sets one
@@ -84,22 +85,20 @@ def load(directory: Path) -> Bundle:
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
         raise BadInput.one(f"{KUSTOMIZATION}.resources", str(resources), "expected a list of file names")
     documents: list[Document] = []
-    problems: list[Problem] = []
+    p = Problems()
     for resource in resources:
         for index, body in enumerate(_load_yaml(directory / resource)):
             where = f"{resource}[{index}]"
             if not isinstance(body, dict):
-                problems.append(Problem(where, str(body)[:40], "expected a mapping"))
+                p.add(where, str(body)[:40], "expected a mapping")
                 continue
             meta = body.get("metadata")
             if not body.get("kind") or not body.get("apiVersion") or not isinstance(meta, dict):
-                problems.append(Problem(where, str(body.get("kind")), "needs apiVersion, kind, metadata"))
+                p.add(where, str(body.get("kind")), "needs apiVersion, kind, metadata")
                 continue
-            if not isinstance(meta.get("name"), str) or not meta["name"]:
-                problems.append(Problem(f"{where}.metadata.name", str(meta.get("name")), "required"))
-                continue
-            documents.append(Document(resource, body))
-    if problems:
-        raise BadInput(problems)
+            name = meta.get("name")
+            if p.check(isinstance(name, str) and bool(name), f"{where}.metadata.name", str(name), "required"):
+                documents.append(Document(resource, body))
+    p.raise_if_any()
     namespace = kust.get("namespace") or DEFAULT_NAMESPACE
     return Bundle(namespace=str(namespace), documents=tuple(documents))

@@ -26,6 +26,7 @@ from typing import Any
 
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, Problem
+from slurmpod.problems import Problems
 from slurmpod_host.cluster import quantity
 from slurmpod_host.cluster.downward import PodMeta, field_value
 from slurmpod_host.cluster.expansion import expand
@@ -91,20 +92,19 @@ def termination_log_path(pod: str) -> str:
 
 
 def validate_params(name: str, workers: int | None) -> None:
-    problems = []
+    problems = Problems()
     if len(name) > MAX_CLUSTER_NAME or not _DNS_LABEL.fullmatch(name):
-        problems.append(Problem("--name", name, f"must be a DNS label of at most {MAX_CLUSTER_NAME} chars"))
+        problems.add("--name", name, f"must be a DNS label of at most {MAX_CLUSTER_NAME} chars")
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
-        problems.append(Problem("--workers", str(workers), f"must be 1..{MAX_WORKERS}"))
-    if problems:
-        raise BadInput(problems)
+        problems.add("--workers", str(workers), f"must be 1..{MAX_WORKERS}")
+    problems.raise_if_any()
 
 
 def _unknown(obj: Mapping[str, Any], allowed: frozenset[str], ignored: Mapping[str, str], field: str,
-             problems: list[Problem]) -> None:
+             problems: Problems) -> None:
     for key in obj:
         if key not in allowed and key not in ignored:
-            problems.append(Problem(f"{field}.{key}", str(obj[key])[:40], "not interpreted by the emulator"))
+            problems.add(f"{field}.{key}", str(obj[key])[:40], "not interpreted by the emulator")
 
 
 def _image(image: str, flavor: str | None) -> str:
@@ -115,7 +115,7 @@ def _image(image: str, flavor: str | None) -> str:
 
 
 def _resources(container: Mapping[str, Any], params: ClusterParams, field: str,
-               problems: list[Problem]) -> dict[str, Fraction | None]:
+               problems: Problems) -> dict[str, Fraction | None]:
     """limits.cpu/memory and requests.cpu/memory as the API server defaults them (requests <- limits)."""
     res = container.get("resources") or {}
     _unknown(res, frozenset({"limits", "requests"}), {}, f"{field}.resources", problems)
@@ -124,7 +124,7 @@ def _resources(container: Mapping[str, Any], params: ClusterParams, field: str,
         section = res.get(kind) or {}
         for key in section:
             if key not in {"cpu", "memory"}:
-                problems.append(Problem(f"{field}.resources.{kind}.{key}", str(section[key]), "not emulated"))
+                problems.add(f"{field}.resources.{kind}.{key}", str(section[key]), "not emulated")
         for key in ("cpu", "memory"):
             raw = section.get(key)
             where = f"{field}.resources.{kind}.{key}"
@@ -140,14 +140,14 @@ def _resources(container: Mapping[str, Any], params: ClusterParams, field: str,
 
 
 def _resource_value(ref: Mapping[str, Any], container: str, res: Mapping[str, Fraction | None], *,
-                    params: ClusterParams, field: str, problems: list[Problem]) -> str | None:
+                    params: ClusterParams, field: str, problems: Problems) -> str | None:
     """A resourceFieldRef: ceil(value / divisor); a missing limit reads as node allocatable."""
     name = str(ref.get("resource"))
     if name not in res:
-        problems.append(Problem(f"{field}.resource", name, "the emulator serves limits/requests cpu/memory"))
+        problems.add(f"{field}.resource", name, "the emulator serves limits/requests cpu/memory")
         return None
     if ref.get("containerName") not in (None, container):
-        problems.append(Problem(f"{field}.containerName", str(ref.get("containerName")), "no such container"))
+        problems.add(f"{field}.containerName", str(ref.get("containerName")), "no such container")
         return None
     value = res[name]
     if value is None and name.startswith("limits"):
@@ -163,7 +163,7 @@ def _resource_value(ref: Mapping[str, Any], container: str, res: Mapping[str, Fr
         return None
 
 
-def _config_map_key(ref: Mapping[str, Any], bundle: Bundle, field: str, problems: list[Problem]) -> str | None:
+def _config_map_key(ref: Mapping[str, Any], bundle: Bundle, field: str, problems: Problems) -> str | None:
     """A configMapKeyRef as kubelet resolves it: the ConfigMap's ``data[key]``; None leaves the variable
     unset (only when ``optional``; otherwise kubelet refuses to start the container).
 
@@ -175,18 +175,18 @@ def _config_map_key(ref: Mapping[str, Any], bundle: Bundle, field: str, problems
     doc = bundle.find("ConfigMap", name)
     if doc is None:
         if not optional:
-            problems.append(Problem(f"{field}.name", name, "no such ConfigMap (kubelet: CreateContainerConfigError)"))
+            problems.add(f"{field}.name", name, "no such ConfigMap (kubelet: CreateContainerConfigError)")
         return None
     data = doc.body.get("data") or {}
     if key not in data:  # binaryData is not served to env
         if not optional:
-            problems.append(Problem(f"{field}.key", key, f"not in ConfigMap {name}'s data"))
+            problems.add(f"{field}.key", key, f"not in ConfigMap {name}'s data")
         return None
     return str(data[key])
 
 
 def _env(container: Mapping[str, Any], meta: PodMeta, res: Mapping[str, Fraction | None], *,
-         params: ClusterParams, bundle: Bundle, field: str, problems: list[Problem]) -> list[tuple[str, str]]:
+         params: ClusterParams, bundle: Bundle, field: str, problems: Problems) -> list[tuple[str, str]]:
     """The container's env in order; values expand $(VAR) over the variables defined before them."""
     env: dict[str, str] = {}
     for i, item in enumerate(container.get("env") or []):
@@ -200,7 +200,7 @@ def _env(container: Mapping[str, Any], meta: PodMeta, res: Mapping[str, Fraction
             path = str(source["fieldRef"].get("fieldPath", ""))
             value = field_value(meta, path, for_volume=False)
             if value is None:
-                problems.append(Problem(f"{where}.valueFrom.fieldRef.fieldPath", path, "not served in env"))
+                problems.add(f"{where}.valueFrom.fieldRef.fieldPath", path, "not served in env")
                 continue
             env[name] = value
         elif "resourceFieldRef" in source:
@@ -216,11 +216,11 @@ def _env(container: Mapping[str, Any], meta: PodMeta, res: Mapping[str, Fraction
         elif not source:
             env[name] = ""  # EnvVar.value defaults to ""
         else:
-            problems.append(Problem(f"{where}.valueFrom", ",".join(source), "not interpreted here"))
+            problems.add(f"{where}.valueFrom", ",".join(source), "not interpreted here")
     return list(env.items())
 
 
-def _probe(raw: Mapping[str, Any] | None, field: str, problems: list[Problem]) -> Probe | None:
+def _probe(raw: Mapping[str, Any] | None, field: str, problems: Problems) -> Probe | None:
     if raw is None:
         return None
     allowed = frozenset({"exec", "initialDelaySeconds", "periodSeconds", "timeoutSeconds",
@@ -228,7 +228,7 @@ def _probe(raw: Mapping[str, Any] | None, field: str, problems: list[Problem]) -
     _unknown(raw, allowed, {}, field, problems)
     command = (raw.get("exec") or {}).get("command")
     if not command:
-        problems.append(Problem(f"{field}.exec.command", str(command), "only exec probes are emulated"))
+        problems.add(f"{field}.exec.command", str(command), "only exec probes are emulated")
         return None
     return Probe(
         command=tuple(str(c) for c in command),
@@ -239,7 +239,7 @@ def _probe(raw: Mapping[str, Any] | None, field: str, problems: list[Problem]) -
     )
 
 
-def _pre_stop(container: Mapping[str, Any], field: str, problems: list[Problem]) -> tuple[str, ...] | None:
+def _pre_stop(container: Mapping[str, Any], field: str, problems: Problems) -> tuple[str, ...] | None:
     lifecycle = container.get("lifecycle") or {}
     _unknown(lifecycle, frozenset({"preStop"}), {}, f"{field}.lifecycle", problems)
     pre = lifecycle.get("preStop")
@@ -247,13 +247,13 @@ def _pre_stop(container: Mapping[str, Any], field: str, problems: list[Problem])
         return None
     command = (pre.get("exec") or {}).get("command")
     if not command:
-        problems.append(Problem(f"{field}.lifecycle.preStop", str(pre), "only exec hooks are emulated"))
+        problems.add(f"{field}.lifecycle.preStop", str(pre), "only exec hooks are emulated")
         return None
     return tuple(str(c) for c in command)
 
 
 def _capabilities(container: Mapping[str, Any], field: str,
-                  problems: list[Problem]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+                  problems: Problems) -> tuple[tuple[str, ...], tuple[str, ...]]:
     sc = container.get("securityContext") or {}
     _unknown(sc, frozenset({"capabilities"}), {}, f"{field}.securityContext", problems)
     caps = sc.get("capabilities") or {}
@@ -273,7 +273,7 @@ class _Shared:
     secrets: Mapping[str, Mapping[str, bytes]]
 
 
-def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[Problem],
+def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Problems,
                  ordinals: Sequence[int] | None = None) -> list[PodPlan]:
     """Pods of one StatefulSet: ordinals 0..replicas-1, or the ``ordinals`` given (each takes an IP)."""
     params, bundle = shared.params, shared.bundle
@@ -288,18 +288,18 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[
     _unknown(pod, POD_FIELDS, POD_IGNORED, pfield, problems)
     for flag in ("automountServiceAccountToken", "enableServiceLinks"):
         if pod.get(flag) is not False:  # the emulator mounts no token and injects no Service env
-            problems.append(Problem(f"{pfield}.{flag}", str(pod.get(flag)), "must be false (not emulated)"))
+            problems.add(f"{pfield}.{flag}", str(pod.get(flag)), "must be false (not emulated)")
     template_labels = {str(k): str(v) for k, v in (tmeta.get("labels") or {}).items()}
     selector = (spec.get("selector") or {}).get("matchLabels") or {}
     for k, v in selector.items():
         if template_labels.get(k) != v:  # the API server rejects such a StatefulSet
-            problems.append(Problem(f"{field}.spec.selector.matchLabels.{k}", str(v), "not a template label"))
+            problems.add(f"{field}.spec.selector.matchLabels.{k}", str(v), "not a template label")
     service = str(spec.get("serviceName", ""))
     if bundle.find("Service", service) is None:
-        problems.append(Problem(f"{field}.spec.serviceName", service, "no such Service in the manifests"))
+        problems.add(f"{field}.spec.serviceName", service, "no such Service in the manifests")
     containers = pod.get("containers") or []
     if len(containers) != 1:
-        problems.append(Problem(f"{pfield}.containers", str(len(containers)), "the emulator runs one"))
+        problems.add(f"{pfield}.containers", str(len(containers)), "the emulator runs one")
         return []
     container = containers[0]
     cfield = f"{pfield}.containers[0]"
@@ -307,13 +307,13 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[
     role = template_labels.get(wk.LABEL_ROLE, "")
     if role not in wk.ROLES:
         where = f"{field}.spec.template.metadata.labels.{wk.LABEL_ROLE}"
-        problems.append(Problem(where, role, "no such role"))
+        problems.add(where, role, "no such role")
     replicas = int(spec.get("replicas", 1))
     if role == "worker" and params.workers is not None:
         replicas = params.workers
     policy = spec.get("podManagementPolicy", "OrderedReady")
     if policy not in {"OrderedReady", "Parallel"}:
-        problems.append(Problem(f"{field}.spec.podManagementPolicy", str(policy), "unknown policy"))
+        problems.add(f"{field}.spec.podManagementPolicy", str(policy), "unknown policy")
     grace = int(pod.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS))
     prefix = f"{params.name}-"
     sts_name = prefix + doc.name
@@ -329,7 +329,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: list[
     for ordinal in range(replicas) if ordinals is None else ordinals:
         name = f"{sts_name}-{ordinal}"
         if not ips:
-            problems.append(Problem("--workers", str(replicas), "more pods than the cluster subnet holds"))
+            problems.add("--workers", str(replicas), "more pods than the cluster subnet holds")
             break
         ip = ips.pop(0)
         labels = {**template_labels, wk.LABEL_INSTANCE: params.name,
@@ -398,7 +398,7 @@ def plan_cluster(bundle: Bundle, params: ClusterParams,
     ``generate(n)`` supplies n random bytes for each empty Secret value (once per Secret key).
     """
     validate_params(params.name, params.workers)
-    problems: list[Problem] = []
+    problems = Problems()
     secrets = {d.name: resolve_secret(d.body, d.where, generate, problems) for d in bundle.of_kind("Secret")}
     hosts = [str(h) for h in params.subnet.hosts()]
     ips = [h for h in hosts if h != params.gateway]
@@ -408,7 +408,7 @@ def plan_cluster(bundle: Bundle, params: ClusterParams,
         plans.extend(_statefulset(doc, shared, ips, problems))
     for doc in bundle.documents:
         if doc.kind not in {"StatefulSet", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim"}:
-            problems.append(Problem(doc.where, doc.kind, "kind not interpreted by the emulator"))
+            problems.add(doc.where, doc.kind, "kind not interpreted by the emulator")
     if problems:
         raise BadInput(dict.fromkeys(problems))  # each pod of a StatefulSet repeats its template's problems
     return tuple(plans)
@@ -427,7 +427,7 @@ def plan_pod(bundle: Bundle, params: ClusterParams, statefulset: str, ordinal: i
     doc = next((d for d in bundle.of_kind("StatefulSet") if f"{params.name}-{d.name}" == statefulset), None)
     if doc is None:
         raise BadInput.one("statefulset", statefulset, "no such StatefulSet in the manifests")
-    problems: list[Problem] = []
+    problems = Problems()
     secrets = {d.name: resolve_secret(d.body, d.where, generate, problems) for d in bundle.of_kind("Secret")}
     plans = _statefulset(doc, _Shared(params, bundle, secrets), [ip], problems, ordinals=(ordinal,))
     if problems or not plans:

@@ -7,12 +7,19 @@ Ref: https://specifications.freedesktop.org/basedir-spec/latest/
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from slurmpod import well_known as wk
+from slurmpod.errors import BadInput
 from slurmpod_host.cluster.plan import HostFile
+
+# A cluster name names Docker objects and its state directory, so it is a DNS label: no name ('', '..',
+# 'a/b', '/etc') can reach a path outside the state root.
+# Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def state_root(env: Mapping[str, str]) -> Path:
@@ -22,8 +29,16 @@ def state_root(env: Mapping[str, str]) -> Path:
     return base / "slurmpod" / "clusters"
 
 
+def check_name(name: str) -> str:
+    """The cluster name, if it is a DNS label; BadInput naming --name otherwise."""
+    if not _NAME.fullmatch(name):
+        raise BadInput.one("--name", name, "must be a DNS label (lowercase letters, digits and '-', "
+                           "at most 63 characters)")
+    return name
+
+
 def state_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
-    return state_root(os.environ if env is None else env) / name
+    return state_root(os.environ if env is None else env) / check_name(name)
 
 
 def write(root: Path, files: Iterable[HostFile]) -> None:

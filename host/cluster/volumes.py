@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slurmpod.errors import Problem
+from slurmpod.problems import Problems
 from slurmpod_host.cluster.downward import PodMeta, field_value
 from slurmpod_host.cluster.manifests import Bundle
 from slurmpod_host.cluster.plan import HostFile, Mount, MountKind
@@ -47,7 +47,7 @@ class VolumePlan:
 
 
 def resolve_secret(body: Mapping[str, Any], where: str, generate: Callable[[int], bytes],
-                   problems: list[Problem]) -> dict[str, bytes]:
+                   problems: Problems) -> dict[str, bytes]:
     """A Secret's data as bytes; empty values are generated (``generate(n) -> bytes``)."""
     out: dict[str, bytes] = {}
     for key, value in (body.get("data") or {}).items():
@@ -57,23 +57,23 @@ def resolve_secret(body: Mapping[str, Any], where: str, generate: Callable[[int]
         try:
             out[key] = base64.b64decode(str(value), validate=True)
         except (binascii.Error, ValueError):
-            problems.append(Problem(f"{where}.data.{key}", str(value)[:20], "not base64"))
+            problems.add(f"{where}.data.{key}", str(value)[:20], "not base64")
     for key, value in (body.get("stringData") or {}).items():
         out[key] = str(value).encode("utf-8")
     return out
 
 
-def _unknown_keys(spec: Mapping[str, Any], allowed: frozenset[str], field: str, problems: list[Problem]) -> None:
+def _unknown_keys(spec: Mapping[str, Any], allowed: frozenset[str], field: str, problems: Problems) -> None:
     for key in spec:
         if key not in allowed:
-            problems.append(Problem(f"{field}.{key}", str(spec[key])[:40], "not interpreted by the emulator"))
+            problems.add(f"{field}.{key}", str(spec[key])[:40], "not interpreted by the emulator")
 
 
-def _mode(raw: object, field: str, problems: list[Problem], default: int = DEFAULT_MODE) -> int:
+def _mode(raw: object, field: str, problems: Problems, default: int = DEFAULT_MODE) -> int:
     if raw is None:
         return default
     if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 0o777:
-        problems.append(Problem(field, str(raw), "file mode must be 0..0777 (write it in octal: 0400)"))
+        problems.add(field, str(raw), "file mode must be 0..0777 (write it in octal: 0400)")
         return default
     return raw
 
@@ -89,7 +89,7 @@ def _atomic_files(base: str, stamp: str, items: Sequence[tuple[str, bytes, int]]
 
 
 def _keyed_items(
-    data: Mapping[str, bytes], spec: Mapping[str, Any], field: str, problems: list[Problem]
+    data: Mapping[str, bytes], spec: Mapping[str, Any], field: str, problems: Problems
 ) -> list[tuple[str, bytes, int]]:
     """secret/configMap ``items`` (key -> path, mode) or every key, with ``defaultMode``."""
     default = _mode(spec.get("defaultMode"), f"{field}.defaultMode", problems)
@@ -101,7 +101,7 @@ def _keyed_items(
         key, path = item.get("key"), item.get("path")
         if key not in data:
             if not spec.get("optional"):
-                problems.append(Problem(f"{field}.items[{i}].key", str(key), "no such key"))
+                problems.add(f"{field}.items[{i}].key", str(key), "no such key")
             continue
         mode = _mode(item.get("mode"), f"{field}.items[{i}].mode", problems, default)
         out.append((str(path), data[key], mode))
@@ -109,14 +109,14 @@ def _keyed_items(
 
 
 def _source(
-    ctx: VolumeContext, volume: Mapping[str, Any], field: str, problems: list[Problem]
+    ctx: VolumeContext, volume: Mapping[str, Any], field: str, problems: Problems
 ) -> tuple[Mount | None, list[HostFile], list[str]]:
     """The mount source for one pod volume (target filled in by the caller)."""
     name = str(volume.get("name"))
     base = f"pods/{ctx.pod.name}/volumes/{name}"
     kinds = [k for k in volume if k != "name"]
     if len(kinds) != 1:
-        problems.append(Problem(field, ",".join(kinds), "a volume needs exactly one source"))
+        problems.add(field, ",".join(kinds), "a volume needs exactly one source")
         return None, [], []
     kind = kinds[0]
     spec = volume[kind] or {}
@@ -129,7 +129,7 @@ def _source(
             path = str(item.get("fieldRef", {}).get("fieldPath", ""))
             value = field_value(ctx.pod, path, for_volume=True) if "fieldRef" in item else None
             if value is None or "/" in str(item.get("path")):
-                problems.append(Problem(where, path or str(item), "the emulator serves metadata.* fieldRefs"))
+                problems.add(where, path or str(item), "the emulator serves metadata.* fieldRefs")
                 continue
             mode = _mode(item.get("mode"), where, problems, default)
             items.append((str(item["path"]), value.encode("utf-8"), mode))
@@ -140,7 +140,7 @@ def _source(
         if secret not in ctx.secrets:
             if spec.get("optional") is True:  # kubelet mounts an empty volume for a missing optional Secret
                 return bind, _atomic_files(base, ctx.stamp, []), []
-            problems.append(Problem(f"{field}.secret.secretName", secret, "no such Secret in the manifests"))
+            problems.add(f"{field}.secret.secretName", secret, "no such Secret in the manifests")
             return None, [], []
         items = _keyed_items(ctx.secrets[secret], spec, f"{field}.secret", problems)
         return bind, _atomic_files(base, ctx.stamp, items), []
@@ -150,7 +150,7 @@ def _source(
         if doc is None:
             if spec.get("optional") is True:
                 return bind, _atomic_files(base, ctx.stamp, []), []
-            problems.append(Problem(f"{field}.configMap.name", str(spec.get("name")), "no such ConfigMap"))
+            problems.add(f"{field}.configMap.name", str(spec.get("name")), "no such ConfigMap")
             return None, [], []
         data = {k: str(v).encode("utf-8") for k, v in (doc.body.get("data") or {}).items()}
         data.update({k: base64.b64decode(str(v)) for k, v in (doc.body.get("binaryData") or {}).items()})
@@ -159,7 +159,7 @@ def _source(
     if kind == "persistentVolumeClaim":
         claim = str(spec.get("claimName"))
         if ctx.bundle.find("PersistentVolumeClaim", claim) is None:
-            problems.append(Problem(f"{field}.persistentVolumeClaim.claimName", claim, "no such PVC"))
+            problems.add(f"{field}.persistentVolumeClaim.claimName", claim, "no such PVC")
             return None, [], []
         volume_name = ctx.prefix + claim
         return Mount(MountKind.VOLUME, volume_name, "", bool(spec.get("readOnly"))), [], [volume_name]
@@ -168,7 +168,7 @@ def _source(
             return Mount(MountKind.TMPFS, "", "", False), [], []
         # Ref: https://kubernetes.io/docs/concepts/storage/volumes/#emptydir (a fresh dir, mode 0777)
         return Mount(MountKind.BIND, base, "", False), [HostFile(base, directory=True, mode=0o777)], []
-    problems.append(Problem(field, kind, "volume type not interpreted by the emulator"))
+    problems.add(field, kind, "volume type not interpreted by the emulator")
     return None, [], []
 
 
@@ -177,7 +177,7 @@ def plan_volumes(
     volumes: Sequence[Mapping[str, Any]],
     volume_mounts: Sequence[Mapping[str, Any]],
     field: str,
-    problems: list[Problem],
+    problems: Problems,
 ) -> VolumePlan:
     """Mounts for a container's ``volumeMounts``, with the files and volumes they need."""
     by_name = {str(v.get("name")): (i, v) for i, v in enumerate(volumes)}
@@ -188,10 +188,10 @@ def plan_volumes(
         where = f"{field}.containers[0].volumeMounts[{i}]"
         extra = set(vm) - {"name", "mountPath", "readOnly"}
         if extra:
-            problems.append(Problem(where, ",".join(sorted(extra)), "not interpreted by the emulator"))
+            problems.add(where, ",".join(sorted(extra)), "not interpreted by the emulator")
         name, target = str(vm.get("name")), str(vm.get("mountPath", ""))
         if not target.startswith("/"):
-            problems.append(Problem(f"{where}.mountPath", target, "must be an absolute path"))
+            problems.add(f"{where}.mountPath", target, "must be an absolute path")
             continue
         if name in ctx.claim_templates:
             volume_name = ctx.claim_templates[name]
@@ -199,7 +199,7 @@ def plan_volumes(
             docker_volumes.append(volume_name)
             continue
         if name not in by_name:
-            problems.append(Problem(f"{where}.name", name, "no such volume or volumeClaimTemplate"))
+            problems.add(f"{where}.name", name, "no such volume or volumeClaimTemplate")
             continue
         index, volume = by_name[name]
         source, new_files, new_volumes = _source(ctx, volume, f"{field}.volumes[{index}]", problems)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from clusterkit import NAME, Session
+from clusterkit import NAME, Session, wait_for
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import runtime
@@ -19,8 +19,16 @@ pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 def test_down_after_docker_kill(session: Session, state_dir: Path) -> None:
     client = session.client
     victim = session.cluster.workers[-1]
+    before = client.containers.get(victim).attrs["State"]
+    assert before["Running"] and before["Pid"] > 0
     client.containers.get(victim).kill()
-    assert client.containers.get(victim).status in {"exited", "restarting", "running"}
+
+    def killed() -> dict[str, object] | None:
+        # The kill took: the process is gone (Docker's restart policy may already run a new one).
+        now = client.containers.get(victim).attrs["State"]
+        return now if not now["Running"] or now["Pid"] != before["Pid"] else None
+
+    wait_for(f"{victim} killed", killed, timeout=30)
     assert runtime.find(client, NAME).volumes  # the shared /home and the controller's state volume
     down = session.slurmpod("cluster", "down", "--name", NAME, timeout=180)
     assert down.returncode == 0, down.stderr

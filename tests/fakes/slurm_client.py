@@ -5,7 +5,10 @@ makes, records every call, and injects faults per method:
 - ``fail[method] = exc``   that method raises exc (a controller that errors, returns non-JSON ...);
 - ``hang.add(method)``      that method uses up its whole timeout on the fake clock, then raises
                             TransientError, as the real client does when scontrol times out;
-- ``down = True``           every call raises TransientError (slurmctld unreachable).
+- ``down = True``           every call raises TransientError (slurmctld unreachable);
+- ``down_at = method``      the controller goes down (for good) when that method is first called;
+- ``down_calls = n``        the next n calls raise TransientError, then the controller is back;
+- ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue).
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ class FakeSlurm:
     fail: dict[str, SlurmpodError] = field(default_factory=dict)
     hang: set[str] = field(default_factory=set)
     down: bool = False
+    down_calls: int = 0
+    down_at: str = ""
+    end_when_listed: set[int] = field(default_factory=set)
+    ping_answer: bool = True  # what `scontrol ping` says (False: the controller is DOWN)
     # jobs that leave their node only after this many jobs_on_node polls (a slow epilog)
     linger_polls: int = 0
     # per-call cost on the fake clock
@@ -75,6 +82,12 @@ class FakeSlurm:
     # --- the plumbing every call goes through ---
     def _enter(self, method: str, timeout: float, *args: object) -> None:
         self.calls.append((method, args))
+        if method == self.down_at:
+            self.down = True
+        if self.down_calls > 0:
+            self.down_calls -= 1
+            self.clock.sleep(min(timeout, 1.0))
+            raise TransientError(f"{method}: Unable to contact slurm controller (connect failure)")
         if self.down:
             self.clock.sleep(min(timeout, 1.0))
             raise TransientError(f"{method}: Unable to contact slurm controller (connect failure)")
@@ -91,7 +104,7 @@ class FakeSlurm:
     # --- SlurmClient ---
     def ping(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
         self._enter("ping", timeout)
-        return True
+        return self.ping_answer
 
     def nodes(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
         self._enter("nodes", timeout)
@@ -106,7 +119,11 @@ class FakeSlurm:
         if self.linger_polls > 0:
             self.linger_polls -= 1
             return tuple(j.job for j in self.jobs.values() if j.node == name)
-        return tuple(j.job for j in self.jobs.values() if j.node == name and not j.pending)
+        listed = tuple(j.job for j in self.jobs.values() if j.node == name and not j.pending)
+        for job in listed:
+            if job.job_id in self.end_when_listed:
+                del self.jobs[job.job_id]
+        return listed
 
     def drain(self, name: str, reason: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         reason_arg(reason)  # the real client's rule: one non-empty line
@@ -150,3 +167,8 @@ class FakeSlurm:
     def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         self._enter("sinfo_summary", timeout)
         return "main* up infinite 0/1/0/1 w-0\n"
+
+
+# An admin's drain reason of 300 characters with double quotes at both ends (scontrol strips one pair
+# of quotes from an unquoted value): what slurmpod must keep and re-apply byte for byte.
+ADMIN_REASON_300 = '"' + ("rack 7 PSU swap, ticket #4411 'do not touch'; " * 7)[:298] + '"'

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from slurmpod import well_known as wk
+from slurmpod.errors import BadInput
 from slurmpod_host.cluster import manifests
 
 DEPLOY = manifests.default_dir()
@@ -182,3 +183,18 @@ def test_helm_values_pin_the_same_images() -> None:
     assert values["workers"]["replicas"] == worker["spec"]["replicas"]
     assert values["workers"]["terminationGracePeriodSeconds"] == \
         worker["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+
+
+def test_loader_reports_every_bad_document_at_once(tmp_path: Path) -> None:
+    (tmp_path / manifests.KUSTOMIZATION).write_text("resources: [a.yaml, b.yaml]\nnamespace: ns\n")
+    (tmp_path / "a.yaml").write_text(
+        "- not a mapping\n---\nkind: Service\nmetadata: {name: ok}\n---\n"
+        "apiVersion: v1\nkind: Service\nmetadata: {name: ''}\n")
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine}\n")
+    with pytest.raises(BadInput) as exc:
+        manifests.load(tmp_path)
+    assert [(p.field, p.reason) for p in exc.value.problems] == [
+        ("a.yaml[0]", "expected a mapping"),
+        ("a.yaml[1]", "needs apiVersion, kind, metadata"),
+        ("a.yaml[2].metadata.name", "required"),
+    ]

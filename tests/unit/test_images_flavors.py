@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from slurmpod import well_known
 from slurmpod.errors import BadInput
 from slurmpod_host.images import flavors
 
@@ -46,7 +45,5 @@ def test_unknown_names_are_bad_input() -> None:
 def test_names_and_tags() -> None:
     f = flavors.get("26.05")
     assert flavors.repository("worker") == "slurmpod/worker"
-    assert well_known.IMAGE_REPOSITORY_PREFIX == "slurmpod/"
     assert flavors.tags(f, "0.1.0") == ("26.05", "26.05-0.1.0")
     assert flavors.rootfs_image(f) == "slurmpod/rootfs:forky"
-    assert flavors.ALL_IMAGES == ("base", "controller", "worker", "login")

@@ -1,0 +1,117 @@
+"""The one owner of drain reasons: who set a reason, and who may lift or delete past it."""
+
+from __future__ import annotations
+
+import pytest
+from fakes.slurm_client import ADMIN_REASON_300
+
+from slurmpod import reasons
+from slurmpod.nodestate import NodeState
+from slurmpod.reasons import Owner
+
+HEALTH = "slurmpod: gpu-ecc: GPU 3 uncorrectable ECC errors: 2"
+
+
+@pytest.mark.parametrize(
+    ("reason", "owner"),
+    [
+        ("", Owner.NONE),
+        ("slurmpod: pod terminating", Owner.LIFECYCLE),
+        (HEALTH, Owner.HEALTH),
+        ("slurmpod: nvlink.state: link 3 down", Owner.HEALTH),
+        ("slurmpod: pod terminating now", Owner.OTHER),
+        ("slurmpod: no check here", Owner.OTHER),
+        ("slurmpod: bad check!: detail", Owner.OTHER),
+        ("slurmpod: : detail", Owner.OTHER),
+        ("slurmpod:gpu-ecc: detail", Owner.OTHER),
+        ("Not responding", Owner.SLURMCTLD),
+        ("Node unexpectedly rebooted", Owner.SLURMCTLD),
+        ("not responding", Owner.OTHER),
+        ("admin: PSU swap", Owner.OTHER),
+        (ADMIN_REASON_300, Owner.OTHER),
+        (" slurmpod: pod terminating", Owner.OTHER),
+    ],
+    ids=["none", "lifecycle", "health", "health-dotted-check", "lifecycle-lookalike", "prefix-no-check",
+         "prefix-bad-check", "prefix-empty-check", "prefix-no-space", "slurmctld-not-responding",
+         "slurmctld-rebooted", "lowercase-not-slurmctld", "admin", "admin-300-quoted", "leading-space"],
+)
+def test_owner(reason: str, owner: Owner) -> None:
+    assert reasons.owner(reason) is owner
+
+
+@pytest.mark.parametrize(
+    ("check", "detail", "want"),
+    [
+        ("gpu-ecc", "2 errors", "slurmpod: gpu-ecc: 2 errors"),
+        ("gpu-ecc", "line one\nline two\r\n  three", "slurmpod: gpu-ecc: line one line two three"),
+        ("nvlink.state", "", "slurmpod: nvlink.state: "),
+    ],
+    ids=["plain", "multiline-folded", "empty-detail"],
+)
+def test_health_reason_text(check: str, detail: str, want: str) -> None:
+    reason = reasons.health(check, detail)
+    assert reason == want
+    assert reasons.owner(reason) is Owner.HEALTH
+    assert reasons.health_check_of(reason) == check
+
+
+def test_health_reason_is_cut_to_the_limit() -> None:
+    reason = reasons.health("gpu-ecc", "x" * 1000)
+    assert len(reason) == reasons.MAX_OWN_REASON
+    assert reason.endswith("...")
+    assert reasons.health_check_of(reason) == "gpu-ecc"
+
+
+@pytest.mark.parametrize("check", ["", "gpu ecc", "gpu:ecc", "gpu\necc"], ids=["empty", "space", "colon", "newline"])
+def test_health_refuses_a_check_that_is_not_a_token(check: str) -> None:
+    with pytest.raises(ValueError, match="not a token"):
+        reasons.health(check, "detail")
+
+
+@pytest.mark.parametrize("reason", ["", "slurmpod: pod terminating", "admin: x", "Not responding"],
+                         ids=["none", "lifecycle", "admin", "slurmctld"])
+def test_health_check_of_other_reasons_is_none(reason: str) -> None:
+    assert reasons.health_check_of(reason) is None
+
+
+def _node(base: str, flags: set[str], reason: str) -> NodeState:
+    return NodeState("w-0", base, frozenset(flags), reason)
+
+
+DRAIN = {"DYNAMIC_NORM", "DRAIN"}
+GONE = {"DYNAMIC_NORM", "NOT_RESPONDING"}
+
+# (node, foreign hold, lifecycle may lift, health may lift, reaper may delete)
+TABLE = [
+    (_node("IDLE", {"DYNAMIC_NORM"}, ""), False, False, False, False),
+    (_node("IDLE", DRAIN, reasons.POD_TERMINATING), False, True, False, False),
+    (_node("IDLE", DRAIN, HEALTH), True, False, True, False),
+    (_node("IDLE", DRAIN, ADMIN_REASON_300), True, False, False, False),
+    (_node("DOWN", {"DYNAMIC_NORM"}, ADMIN_REASON_300), True, False, False, False),
+    (_node("DOWN", {"DYNAMIC_NORM"}, HEALTH), True, False, False, False),
+    (_node("DOWN", GONE, "Not responding"), False, False, False, True),
+    (_node("DOWN", GONE, ""), False, False, False, True),
+    (_node("IDLE", GONE | {"DRAIN"}, reasons.POD_TERMINATING), False, True, False, True),
+    (_node("IDLE", GONE | {"DRAIN"}, HEALTH), True, False, True, False),
+    (_node("DOWN", GONE, ADMIN_REASON_300), True, False, False, False),
+    (_node("DOWN", {"NOT_RESPONDING"}, ""), False, False, False, False),
+    (_node("IDLE", {"DYNAMIC_NORM"}, ADMIN_REASON_300), False, False, False, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("node", "foreign", "lifecycle", "health", "reap"),
+    TABLE,
+    ids=["free", "our-drain", "health-drain", "admin-drain", "down-admin", "down-health", "gone-slurmctld",
+         "gone-no-reason", "gone-our-drain", "gone-health", "gone-admin", "static-gone", "reason-not-held"],
+)
+def test_decisions(node: NodeState, foreign: bool, lifecycle: bool, health: bool, reap: bool) -> None:
+    hold = reasons.hold(node)
+    assert hold.reason == node.reason
+    assert hold.foreign is foreign
+    assert reasons.lifecycle_may_lift(node) is lifecycle
+    assert reasons.health_may_lift(node) is health
+    assert reasons.reaper_may_delete(node) is reap
+    # No decision ever lets two parts of slurmpod act on the same reason.
+    assert not (lifecycle and health)
+    assert not (reap and foreign)
