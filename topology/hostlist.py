@@ -13,7 +13,9 @@ from collections.abc import Iterable
 
 from slurmpod.errors import BadInput
 
-_SPLIT = re.compile(r"^(.*?)([0-9]+)$")
+# At most 9 digits go in a range (longer suffixes keep their leading digits in the prefix), well inside
+# the unsigned long Slurm's hostlist parser reads a bound into.
+_SPLIT = re.compile(r"^(.*?)([0-9]{1,9})$")
 _PIECE = re.compile(r"([^,\[\]]*)(?:\[([0-9,-]+)\])?([^,\[\]]*)")
 _UNPADDED = 0  # width key for numbers written without leading zeros
 MAX_EXPANDED = 1_000_000
@@ -45,7 +47,7 @@ def compress(names: Iterable[str]) -> str:
     groups: dict[tuple[str, int], set[int]] = {}
     for name in names:
         key = _key(name)
-        if key is None:
+        if key is None or not key[0]:  # all digits: a bracket would open the expression, keep it plain
             plain.add(name)
         else:
             groups.setdefault((key[0], key[1]), set()).add(key[2])
