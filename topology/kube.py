@@ -29,7 +29,11 @@ class WorkerPod:
 
 
 def _strings(problems: Problems, path: str, value: Any) -> dict[str, str]:
-    doc = problems.mapping(path, {} if value is None else value)
+    if value is None:
+        return {}
+    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return value  # the common case, checked without the collector's per-key bookkeeping
+    doc = problems.mapping(path, value)
     out = {}
     for key, item in sorted(doc.items()):
         if problems.typed(f"{path}.{key}", item, str, "a string") is not None:
@@ -50,7 +54,10 @@ def parse_nodes(doc: Any, source: str = "nodes") -> tuple[KubeNode, ...]:
     problems = Problems()
     nodes: dict[str, KubeNode] = {}
     for where, item in _items(problems, source, doc, "Node"):
-        meta = problems.mapping(f"{where}.metadata", item.get("metadata"))
+        meta = item.get("metadata")
+        if not isinstance(meta, dict):
+            problems.add(f"{where}.metadata", meta, "must be a mapping")
+            continue
         name = problems.typed(f"{where}.metadata.name", meta.get("name"), str, "a string")
         if name is None:
             continue
