@@ -66,10 +66,18 @@ def _unit(node: str, key: str, value: str) -> str:
 
 
 def _generic(node: KubeNode) -> tuple[tuple[str, ...], str] | None:
-    """``slurmpod.io/topology: block1/host3``: levels then the host; one element is the block only."""
+    """``slurmpod.io/topology: block1/host3``: levels then the host; one element is the block only.
+
+    The ``topo:unit`` form a worker pod's label may carry (entrypoints/nodespec.py) means that unit here.
+    """
     raw = node.labels.get(wk.LABEL_TOPOLOGY)
     if raw is None:
         return None
+    if ":" in raw:
+        field = f"node {node.name} label {wk.LABEL_TOPOLOGY}"
+        topo, _, unit = raw.partition(":")
+        confvalues.name(field, topo)
+        return (confvalues.name(field, unit),), node.name
     parts = tuple(_unit(node.name, wk.LABEL_TOPOLOGY, part) for part in raw.split("/"))
     if len(parts) == 1:
         return parts, node.name

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import podkit
 import pytest
 import topokit
+from podkit import Machine
 
+from slurmpod import hardware, podinfo
 from slurmpod import well_known as wk
+from slurmpod.entrypoints import nodespec
 from slurmpod.errors import BadInput
 from slurmpod.slurm_version import SlurmVersion
 from slurmpod.topology import kube, layout, providers, registration
@@ -42,8 +48,8 @@ def test_optional_inner_level_used_where_present() -> None:
 
 
 @pytest.mark.parametrize(("value", "levels", "host"), [("b1/h3", ("b1",), "h3"), ("b1", ("b1",), "n0"),
-                                                       ("sp/b1/h3", ("sp", "b1"), "h3")],
-                         ids=["block-host", "block-only", "spine-block-host"])
+                                                       ("sp/b1/h3", ("sp", "b1"), "h3"), ("default:b1", ("b1",), "n0")],
+                         ids=["block-host", "block-only", "spine-block-host", "nodespec-topo-unit"])
 def test_generic_label_is_levels_then_host(value: str, levels: tuple[str, ...], host: str) -> None:
     (node,) = _nodes(topokit.node("n0", {wk.LABEL_TOPOLOGY: value}))
     assert providers.placement_path(node, Provider.GENERIC) == (levels, host)
@@ -91,3 +97,16 @@ def test_pod_on_an_unknown_node_is_unplaced() -> None:
 def test_registration_value_only_where_slurm_takes_it(version: str, expected: dict[str, str] | None) -> None:
     lay = layout.build([Placement("n0", ("sp", "b1"), "n0")], [], Unplaced.ERROR)
     assert registration.values(lay, SlurmVersion.parse(version)) == expected
+
+
+def test_registration_value_is_what_a_worker_registers_with(tmp_path: Path) -> None:
+    """The value, handed to the pod as Slinky's env (downward API), reaches slurmd's Topology= unchanged."""
+    lay = layout.build([Placement("n0", ("sp", "b1"), "n0")], [], Unplaced.ERROR)
+    values = registration.values(lay, SlurmVersion(26, 5))
+    assert values is not None
+    podkit.write_podinfo(tmp_path / "podinfo", podkit.worker_labels(), None)
+    env = {wk.ENV_POD_NAME: podkit.POD, wk.ENV_CONTROLLER: podkit.CONTROLLER, wk.ENV_SLINKY_TOPOLOGY: values["n0"]}
+    pod = podinfo.load(env, tmp_path / "podinfo")
+    spec = nodespec.build(pod, hardware.probe(podkit.write_machine(tmp_path / "hw", Machine())), SlurmVersion(26, 5),
+                          None)
+    assert spec.topology == "default:b1" and "Topology=default:b1" in spec.conf_string()
