@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 from slurmpod.errors import BadInput
 
-# At most 9 digits go in a range (longer suffixes keep their leading digits in the prefix), well inside
-# the unsigned long Slurm's hostlist parser reads a bound into.
-_SPLIT = re.compile(r"^(.*?)([0-9]{1,9})$")
+# At most 7 digits go in a range (longer suffixes keep their leading digits in the prefix): below the
+# largest host suffix the LLNL hostlist code Slurm's derives from accepts (MAX_HOST_SUFFIX 1<<25).
+_SPLIT = re.compile(r"^(.*?)([0-9]{1,7})$")
 _PIECE = re.compile(r"([^,\[\]]*)(?:\[([0-9,-]+)\])?([^,\[\]]*)")
 _UNPADDED = 0  # width key for numbers written without leading zeros
 MAX_EXPANDED = 1_000_000

@@ -22,7 +22,7 @@ SETTINGS = settings(max_examples=300, deadline=None)
         (["1", "2"], "1,2"),  # an all-digit name stays plain: no expression starts with '['
         (["w-2", "w-0", "w-1", "w-1"], "w-[0-2]"),  # any order, duplicates once
         (["x12345678901"], "x12345678901"),
-        (["x00000000001", "x00000000002"], "x00[000000001-000000002]"),  # at most 9 digits in a range
+        (["x00000000001", "x00000000002"], "x0000[0000001-0000002]"),  # at most 7 digits in a range
     ],
     ids=["range-and-single", "widths-apart", "unpadded-grows", "plain", "digits-only", "unordered-dups",
          "long-single", "long-suffix"],
