@@ -27,7 +27,9 @@ from slurmpod.topology.model import Format, Provider, Unplaced
 class Action(enum.Enum):
     NONE = "none"  # nothing changed
     RECONFIGURE = "reconfigure"  # write `text` (topology.conf or topology.yaml), then scontrol reconfigure
-    REGISTER = "register"  # same units: give the listed nodes their new Topology= value
+    # Same units: write `text` (kept for the next restart; no reconfigure needed) and give the listed
+    # nodes their new Topology= value.
+    REGISTER = "register"
 
 
 @dataclass(frozen=True, slots=True)
