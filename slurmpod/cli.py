@@ -221,6 +221,8 @@ def _topology_commands(sub: Any, t: Twins) -> None:
          help="which labels give the placement (auto: the first that places any node)")
     _opt(r, t, "--unplaced", env="SLURMPOD_TOPOLOGY_UNPLACED", choices=["own-block", "error"], default="own-block",
          help="nodes no label places: together in a block named 'unplaced', or an error")
+    _opt(r, t, "--slinky-topology", env="SLURMPOD_TOPOLOGY_SLINKY_TOPOLOGY", default=None,
+         help="with Slinky annotations (topo:unit,...): the topology whose units to use (default: the first)")
     _opt(r, t, "--block-sizes", env="SLURMPOD_TOPOLOGY_BLOCK_SIZES", default=None,
          help="BlockSizes, e.g. 4,16 (default: the smallest block, doubled while it fits)")
     r.set_defaults(handler=_lazy("slurmpod.topology.render_cli"))

@@ -28,7 +28,8 @@ def slurm_node_name(name: str, field: str) -> str:
 
 
 def placements(
-    nodes: Sequence[KubeNode], pods: Sequence[WorkerPod] | None, provider: Provider
+    nodes: Sequence[KubeNode], pods: Sequence[WorkerPod] | None, provider: Provider,
+    slinky_topology: str | None = None,
 ) -> tuple[list[Placement], list[str]]:
     """(placed Slurm nodes, unplaced Slurm node names). Slurm nodes are the worker pods when given."""
     problems: list[Problem] = []
@@ -43,7 +44,7 @@ def placements(
     for slurm_name, node in pairs:
         try:
             slurm_node_name(slurm_name, f"node {slurm_name}")
-            path = None if node is None else providers.placement_path(node, provider)
+            path = None if node is None else providers.placement_path(node, provider, slinky_topology)
         except BadInput as exc:
             problems.extend(exc.problems)
             continue

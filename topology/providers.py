@@ -84,26 +84,31 @@ def _generic(node: KubeNode) -> tuple[tuple[str, ...], str] | None:
     return parts[:-1], parts[-1]
 
 
-def _slinky(node: KubeNode) -> tuple[tuple[str, ...], str] | None:
-    """``topo-switch:s1,topo-block:b1``: the unit of the first pair (units carry no hierarchy)."""
+def _slinky(node: KubeNode, topology: str | None) -> tuple[tuple[str, ...], str] | None:
+    """``topo-switch:s1,topo-block:b1``: the unit of the pair named ``topology``, else of the first
+    pair (units carry no hierarchy). A node whose annotation lacks that topology is not placed."""
     raw = node.annotations.get(wk.ANNOTATION_SLINKY_TOPOLOGY)
     if raw is None:
         return None
     field = f"node {node.name} annotation {wk.ANNOTATION_SLINKY_TOPOLOGY}"
-    first = raw.split(",")[0]
-    topo, sep, unit = first.partition(":")
-    if not sep:
-        raise BadInput.one(field, raw, "must be topology:unit[,topology:unit...]")
-    confvalues.name(field, topo)
-    return (confvalues.name(field, unit),), node.name
+    pairs = []
+    for pair in raw.split(","):
+        topo, sep, unit = pair.partition(":")
+        if not sep:
+            raise BadInput.one(field, raw, "must be topology:unit[,topology:unit...]")
+        pairs.append((confvalues.name(field, topo), confvalues.name(field, unit)))
+    units = [unit for topo, unit in pairs if topology is None or topo == topology]
+    return ((units[0],), node.name) if units else None
 
 
-def placement_path(node: KubeNode, provider: Provider) -> tuple[tuple[str, ...], str] | None:
-    """(levels outermost first, host) for ``node`` under ``provider``; None if it does not place it."""
+def placement_path(node: KubeNode, provider: Provider,
+                   slinky_topology: str | None = None) -> tuple[tuple[str, ...], str] | None:
+    """(levels outermost first, host) for ``node`` under ``provider``; None if it does not place it.
+    ``slinky_topology`` picks the pair of a Slinky annotation (default: its first)."""
     if provider is Provider.GENERIC:
         return _generic(node)
     if provider is Provider.SLINKY:
-        return _slinky(node)
+        return _slinky(node, slinky_topology)
     profile = PROFILES[provider]
     levels: list[str] = []
     for level in profile.levels:
@@ -119,12 +124,12 @@ def placement_path(node: KubeNode, provider: Provider) -> tuple[tuple[str, ...],
     return tuple(levels), host
 
 
-def detect(nodes: Sequence[KubeNode]) -> Provider | None:
+def detect(nodes: Sequence[KubeNode], slinky_topology: str | None = None) -> Provider | None:
     """The first provider in AUTO_ORDER that places at least one node; None when none does."""
     for provider in AUTO_ORDER:
         for node in nodes:
             try:
-                if placement_path(node, provider) is not None:
+                if placement_path(node, provider, slinky_topology) is not None:
                     return provider
             except BadInput:  # a malformed value still shows which provider labelled the node
                 return provider

@@ -44,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
         provider=None if args.provider == AUTO else Provider(args.provider),
         unplaced=Unplaced(args.unplaced),
         block_sizes=block_sizes(args.block_sizes),
+        slinky_topology=confvalues.name("--slinky-topology", args.slinky_topology) if args.slinky_topology else None,
     )
     nodes = kube.parse_nodes(_load("--nodes", args.nodes), source=f"--nodes {args.nodes}")
     pods = None if args.pods is None else kube.parse_worker_pods(_load("--pods", args.pods),

@@ -38,6 +38,7 @@ class Settings:
     provider: Provider | None = None  # None: auto
     unplaced: Unplaced = Unplaced.OWN_BLOCK
     block_sizes: tuple[int, ...] = ()  # empty: blocksizes.default
+    slinky_topology: str | None = None  # which pair of a Slinky annotation; None: the first
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +52,8 @@ class Plan:
 def render(nodes: Sequence[kube.KubeNode], pods: Sequence[kube.WorkerPod] | None, settings: Settings,
            version: SlurmVersion) -> tuple[str, dict[str, str] | None]:
     """The file text for this Slurm version, and the nodes' registration values (None before 25.05)."""
-    provider = settings.provider or layout_provider(nodes)
-    placed, unplaced = layout.placements(nodes, pods, provider)
+    provider = settings.provider or layout_provider(nodes, settings.slinky_topology)
+    placed, unplaced = layout.placements(nodes, pods, provider, settings.slinky_topology)
     lay = layout.build(placed, unplaced, settings.unplaced)
     counts = [len(b.nodes) for b in lay.blocks]
     sizes = (blocksizes.validate(settings.block_sizes, counts) if settings.block_sizes
@@ -64,9 +65,9 @@ def render(nodes: Sequence[kube.KubeNode], pods: Sequence[kube.WorkerPod] | None
     return render_conf.block(lay, sizes), None
 
 
-def layout_provider(nodes: Sequence[kube.KubeNode]) -> Provider:
+def layout_provider(nodes: Sequence[kube.KubeNode], slinky_topology: str | None = None) -> Provider:
     """`auto`: the detected provider; the generic label when no provider places any node."""
-    return providers.detect(nodes) or Provider.GENERIC
+    return providers.detect(nodes, slinky_topology) or Provider.GENERIC
 
 
 def _strip_nodes(doc: Any) -> Any:

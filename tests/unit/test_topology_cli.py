@@ -115,3 +115,11 @@ def test_bad_nodes_file_exits_2(tmp_path: Path, content: str | None, needle: str
     result = run("--nodes", str(path), "--format", "tree")
     assert result.returncode == 2
     assert "--nodes" in result.stderr and needle in result.stderr
+
+
+def test_slinky_topology_picks_the_pair() -> None:
+    # The fixture's annotations read "topo-block:bN,topo-switch:s1": the switch pair puts all in s1.
+    result = run("--nodes", str(GOLDEN / "slinky" / "nodes.json"), "--format", "block",
+                 "--slinky-topology", "topo-switch")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == ["BlockName=s1 Nodes=worker-[0-3]", "BlockSizes=4"]

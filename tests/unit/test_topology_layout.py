@@ -110,3 +110,11 @@ def test_registration_value_is_what_a_worker_registers_with(tmp_path: Path) -> N
     spec = nodespec.build(pod, hardware.probe(podkit.write_machine(tmp_path / "hw", Machine())), SlurmVersion(26, 5),
                           None)
     assert spec.topology == "default:b1" and "Topology=default:b1" in spec.conf_string()
+
+
+@pytest.mark.parametrize(("topology", "expected"), [(None, (("s1",), "n0")), ("topo-block", (("b1",), "n0")),
+                                                    ("topo-ring", None)],
+                         ids=["first-pair", "named-pair", "absent-pair"])
+def test_slinky_annotation_pair_choice(topology: str | None, expected: tuple[tuple[str, ...], str] | None) -> None:
+    (node,) = _nodes(topokit.node("n0", annotations={wk.ANNOTATION_SLINKY_TOPOLOGY: "topo-switch:s1,topo-block:b1"}))
+    assert providers.placement_path(node, Provider.SLINKY, topology) == expected
