@@ -204,6 +204,30 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     reconcile.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons", "reconcile_main"))
 
 
+def _topology_commands(sub: Any, t: Twins) -> None:
+    topo = sub.add_parser("topology", help="Slurm network topology from Kubernetes node labels")
+    tsub = topo.add_subparsers(dest="topology_command", required=True)
+    r = tsub.add_parser("render", help="print topology.conf (tree|block) or topology.yaml; no side effects")
+    _opt(r, t, "--nodes", env="SLURMPOD_TOPOLOGY_NODES", required=True,
+         help="`kubectl get nodes -o json` output")
+    _opt(r, t, "--pods", env="SLURMPOD_TOPOLOGY_PODS", default=None,
+         help="`kubectl get pods -o json` output: Slurm nodes are its worker pods (default: the Kubernetes nodes)")
+    _opt(r, t, "--format", env="SLURMPOD_TOPOLOGY_FORMAT", required=True, choices=["tree", "block", "yaml"],
+         help="topology.conf for topology/tree or topology/block, or topology.yaml (Slurm 25.05+)")
+    _opt(r, t, "--yaml-plugin", env="SLURMPOD_TOPOLOGY_YAML_PLUGIN", choices=["block", "tree"], default="block",
+         help="with --format yaml: the kind of topology it holds")
+    _opt(r, t, "--provider", env="SLURMPOD_TOPOLOGY_PROVIDER", default="auto",
+         choices=["auto", "generic", "slinky", "topograph", "gke", "eks", "coreweave", "nebius"],
+         help="which labels give the placement (auto: the first that places any node)")
+    _opt(r, t, "--unplaced", env="SLURMPOD_TOPOLOGY_UNPLACED", choices=["own-block", "error"], default="own-block",
+         help="nodes no label places: together in a block named 'unplaced', or an error")
+    _opt(r, t, "--slinky-topology", env="SLURMPOD_TOPOLOGY_SLINKY_TOPOLOGY", default=None,
+         help="with Slinky annotations (topo:unit,...): the topology whose units to use (default: the first)")
+    _opt(r, t, "--block-sizes", env="SLURMPOD_TOPOLOGY_BLOCK_SIZES", default=None,
+         help="BlockSizes, e.g. 4,16 (default: the smallest block, doubled while it fits)")
+    r.set_defaults(handler=_lazy("slurmpod.topology.render_cli"))
+
+
 def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.ArgumentParser, Twins]:
     """The parser and its environment twins (with any problems found in the environment's values)."""
     twins = Twins(os.environ if environ is None else environ)
@@ -213,6 +237,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.Arg
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _host_commands(sub, twins)
     _pod_commands(sub, twins)
+    _topology_commands(sub, twins)
     return parser, twins
 
 

@@ -137,3 +137,35 @@ SUPERVISORCTL = f"{VENV_DIR}/bin/supervisorctl"
 # Image labels. Ref: https://github.com/opencontainers/image-spec/blob/main/annotations.md
 IMAGE_LABEL_SLURM_VERSION = "io.slurmpod.slurm-version"  # upstream Slurm version installed, e.g. 24.11.5
 IMAGE_LABEL_FLAVOR = "io.slurmpod.flavor"  # 24.11 | 26.05
+
+# --- Topology (slurmpod.topology): node labels and annotations read, the API it reads them from ---
+# Set by GKE on nodes in dense-placement node pools (outermost first: block, sub-block, physical host).
+# Ref: https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-topology (topology labels)
+LABEL_GKE_BLOCK = "cloud.google.com/gce-topology-block"
+LABEL_GKE_SUBBLOCK = "cloud.google.com/gce-topology-subblock"
+LABEL_GKE_HOST = "cloud.google.com/gce-topology-host"
+# Set by EKS on instances that expose network topology: layer 1 is farthest from the instance.
+# Ref: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/how-ec2-instance-topology-works.html
+LABEL_EKS_LAYER_PREFIX = "topology.k8s.aws/network-node-layer-"  # + 1..4
+# Set by CoreWeave CKS on nodes attached to an InfiniBand or RoCE backend fabric.
+# Ref: https://docs.coreweave.com/products/networking/hpc-interconnect/infiniband-roce-labels
+LABEL_COREWEAVE_FABRIC = "backend.coreweave.cloud/fabric"
+LABEL_COREWEAVE_LEAFGROUP = "backend.coreweave.cloud/leafgroup"
+# Set by NVIDIA Topograph (Kubernetes engine); accelerator = NVLink domain, only where there is one.
+# Ref: https://github.com/NVIDIA/topograph/blob/main/docs/k8s.md
+LABEL_TOPOGRAPH_DATACENTER = "network.topology.nvidia.com/datacenter"
+LABEL_TOPOGRAPH_SPINE = "network.topology.nvidia.com/spine"
+LABEL_TOPOGRAPH_BLOCK = "network.topology.nvidia.com/block"
+LABEL_TOPOGRAPH_ACCELERATOR = "network.topology.nvidia.com/accelerator"
+# Set by Nebius AI Cloud on GPU nodes; tier-0 (multi-node NVLink) only where there is one.
+# Ref: https://docs.nebius.com/kubernetes/gpu/topology-aware-scheduling
+LABEL_NEBIUS_CLUSTER = "topology.nebius.com/gpu-cluster-id"
+LABEL_NEBIUS_TIER_PREFIX = "topology.nebius.com/tier-"  # + 0..2
+# Set by admins on nodes, copied to worker pods by Slinky's pod-binding webhook: "topo:unit[,topo:unit]".
+# Ref: https://github.com/SlinkyProject/slurm-operator/blob/main/docs/usage/topology.md
+ANNOTATION_SLINKY_TOPOLOGY = "topology.slinky.slurm.net/spec"
+# The in-cluster API: env set by kubelet in every pod; files mounted from the pod's service account.
+# Ref: https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/#without-using-a-proxy
+ENV_KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
+ENV_KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # token, ca.crt, namespace

@@ -1,1 +1,16 @@
-"""Slurm topology from Kubernetes node labels (later issue)."""
+"""Slurm topology from Kubernetes node labels: placement paths -> topology.conf / topology.yaml.
+
+Modules, each with one job (see README.md for the choices):
+  model         the types that cross module boundaries (Placement, Layout, enums)
+  hostlist      Slurm hostlist expressions: compress and expand
+  kube          `kubectl get nodes|pods -o json` documents -> nodes and worker pods
+  providers     provider profiles: labels of one node -> its placement path
+  layout        placements -> switches and blocks (names checked, unplaced nodes handled)
+  blocksizes    BlockSizes: the default, and Slurm's rules for a given list
+  render_conf   topology.conf for topology/tree and topology/block
+  render_yaml   topology.yaml (Slurm 25.05+)
+  registration  the per-node `Topology=` registration value (Slurm 25.05+)
+  sync          previous rendering + current nodes/pods -> what changed and what to do
+  kubeapi       a read-only Kubernetes API reader (nodes, worker pods)
+  render_cli    `slurmpod topology render`
+"""
