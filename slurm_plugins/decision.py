@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from slurmpod.slurm_plugins.request import Sharing
@@ -37,19 +37,24 @@ class Changes:
 
     def merge(self, other: Changes) -> Changes:
         """These changes with ``other``'s set fields on top."""
-        return replace(self, **{f.name: getattr(other, f.name) for f in fields(other)
-                                if getattr(other, f.name) is not None})
+        theirs = other.set_fields()
+        if not theirs:
+            return self
+        return Changes(**{**self.set_fields(), **theirs})
+
+    def set_fields(self) -> dict[str, Any]:
+        """The fields that are set, by name (the per-call path: no dataclasses.fields())."""
+        return {name: value for name in _CHANGE_FIELDS if (value := getattr(self, name)) is not None}
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                out[f.name] = value.value if isinstance(value, Sharing) else value
-        return out
+        """The set fields in JSON form (enums by value)."""
+        return {k: v.value if isinstance(v, Sharing) else v for k, v in self.set_fields().items()}
 
     def __bool__(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(self))
+        return any(getattr(self, name) is not None for name in _CHANGE_FIELDS)
+
+
+_CHANGE_FIELDS = tuple(f.name for f in fields(Changes))
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,10 @@ class Outcome:
     reject: str | None = None  # the user-facing reason, when the rule refuses the job
 
     def then(self, other: Outcome) -> Outcome:
+        if other is NOTHING:
+            return self
+        if self is NOTHING:
+            return other
         return Outcome(self.changes.merge(other.changes), self.notes + other.notes, self.rules + other.rules,
                        self.reject or other.reject)
 

@@ -8,6 +8,7 @@ Ref: https://github.com/SchedMD/slurm/blob/master/slurm/slurm.h (struct job_desc
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ class Sharing(enum.Enum):
 _GPU_ENTRY = re.compile(r"^gres[/:]gpu(?::(?P<type>[A-Za-z_][\w.-]*))?(?:[:=](?P<count>\d+))?$")
 
 
+@functools.lru_cache(maxsize=1024)  # the same few TRES strings come back on every submission
 def gpu_count(tres: str | None) -> int:
     """Total GPUs named in a TRES string; 0 when none. Unparsable GPU entries count as 0."""
     if not tres:
