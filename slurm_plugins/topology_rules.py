@@ -19,6 +19,8 @@ from slurmpod.slurm_plugins.request import JobRequest, Sharing, gpu_count, with_
 
 def check(policy: Policy, req: JobRequest) -> Outcome:
     t = policy.topology
+    if t.kind is TopologyKind.NONE and not t.whole_node_gpus:
+        return NOTHING  # nothing to place, so nothing to opt out of
     if not req.multi_node or (t.gpu_jobs_only and req.gpus == 0):
         return NOTHING
     if wk.POLICY_OPT_OUT_TOKEN in (req.comment or ""):
