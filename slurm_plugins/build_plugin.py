@@ -325,8 +325,10 @@ def build(out: Path, include_dirs: list[str], site_dirs: list[str], verbose: boo
     ffi.cdef(STRUCTS)
     ffi.embedding_api(EMBEDDING_API)
     ffi.embedding_init_code(init_code(site_dirs))
-    ffi.set_source(MODULE, c_source(libpython_soname()), include_dirs=include_dirs, libraries=["dl"],
+    includes = [str(Path(d).resolve()) for d in include_dirs]  # cffi compiles from inside ``out``
+    ffi.set_source(MODULE, c_source(libpython_soname()), include_dirs=includes, libraries=["dl"],
                    extra_compile_args=["-O2", "-Wall", "-Wno-unused-function"])
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     built = ffi.compile(tmpdir=str(out), target=wk.PLUGIN_FILE.replace(".so", ".*"), verbose=verbose)
     return Path(built)

@@ -49,4 +49,9 @@ def _builtin(policy: Policy, req: JobRequest) -> Decision:
     rules = tuple(r.value for r in out.rules)
     if out.reject is not None:
         return Decision.reject(out.reject, rules)
+    if req.is_modify:
+        # job_modify's job_desc holds only the fields being changed (the rest NO_VAL), and the job's
+        # record is opaque to the plugin: refuse what the change names, never fill in the unnamed rest.
+        # Ref: https://slurm.schedmd.com/job_submit_plugins.html (job_modify)
+        return Decision.accept()
     return Decision.of(out.changes, out.notes, rules)

@@ -109,3 +109,15 @@ def test_default_policy_answers_the_three_demo_jobs() -> None:
     assert engine.decide(p, job(partition="preempt", time_limit=10)).verdict is Verdict.MODIFY
     rejected = engine.decide(p, job(partition="cpu", tres_per_job="gres/gpu:1"))
     assert rejected.verdict is Verdict.REJECT and "no GPUs" in rejected.message
+
+
+@pytest.mark.parametrize(("kw", "verdict"), [
+    ({"time_limit": 30}, Verdict.ACCEPT),
+    ({"partition": "preempt"}, Verdict.ACCEPT),
+    ({"partition": "preempt", "time_limit": 900}, Verdict.REJECT),
+    ({"partition": "high"}, Verdict.REJECT),
+], ids=["unrelated-field", "no-fill-ins", "named-over-cap", "named-tier-refused"])
+def test_job_modify_refuses_what_it_names_and_fills_in_nothing(kw: dict[str, Any], verdict: Verdict) -> None:
+    d = engine.decide(policy(TIERS), job(is_modify=True, **kw))
+    assert d.verdict is verdict, d
+    assert not d.changes
