@@ -153,6 +153,8 @@ def _load(path: Path, key: tuple[int, int, int]) -> Loaded:
         return Loaded(key, None, str(exc), _fail_mode_of(path))
     except OSError as exc:
         return Loaded(key, None, f"cannot read {path}: {exc.strerror}", FailMode.CLOSED)
+    except Exception as exc:  # never into slurmctld: a loader bug is an unusable policy (fail-closed)
+        return Loaded(key, None, f"{type(exc).__name__}: {exc}", FailMode.CLOSED)
 
 
 def _fail_mode_of(path: Path) -> FailMode:

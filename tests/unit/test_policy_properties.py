@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from policykit import BLOCK, TREE, default_policy, policy
 
-from slurmpod.slurm_plugins import engine, request
+from slurmpod.errors import BadInput
+from slurmpod.slurm_plugins import engine, loader, request
 from slurmpod.slurm_plugins.decision import REJECT_PREFIX, Decision, Verdict
 from slurmpod.slurm_plugins.policy import Policy
 from slurmpod.slurm_plugins.request import TIME_INFINITE, JobRequest, Sharing
@@ -69,3 +72,24 @@ def test_decide_is_idempotent_on_its_own_changes(job: JobRequest) -> None:
 def test_json_round_trips_unicode() -> None:
     job = JobRequest(uid=1, user="x", comment="é")
     assert request.from_mapping(request.to_mapping(job)) == job
+
+
+KEYS = ["failMode", "topology", "tiers", "defaultTier", "cpuOnlyPartitions", "rules", "plugin", "groupSize",
+        "oversize", "wholeNodeGpus", "optOut", "name", "partitions", "qos", "requeue", "graceSignal", "signal",
+        "seconds", "target", "maxTimeMinutes", "overTime", "access", "users", "groups", "accounts", "x"]
+leaves = st.one_of(st.none(), st.booleans(), st.integers(-5, 70000), st.sampled_from(
+    ["open", "closed", "block", "tree", "none", "segment", "reject", "USR1", "main", "a b", ""]), st.floats())
+documents = st.recursive(leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)), max_leaves=25)
+
+
+@settings(max_examples=400, deadline=None)
+@given(doc=documents)
+def test_the_loader_answers_any_document_with_a_policy_or_bad_input(doc: object) -> None:
+    """The plugin relies on it: anything else would escape as an unnamed error."""
+    try:
+        loaded = loader.parse(doc, Path("/nonexistent"))
+    except BadInput as exc:
+        assert exc.problems and all(p.field for p in exc.problems)
+    else:
+        assert isinstance(loaded, Policy)
