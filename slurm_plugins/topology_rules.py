@@ -60,6 +60,10 @@ def _placement(t: Topology, req: JobRequest) -> Outcome:
             (t.kind is TopologyKind.BLOCK and req.segment_size is not None):
         return NOTHING  # the user placed the job; Slurm validates it
     n, size = req.nodes, t.group_size
+    if t.kind is TopologyKind.BLOCK and req.max_nodes is not None and req.max_nodes > n:
+        # --segment needs the node count divisible by it, which a range (-N 2-6) cannot promise.
+        return Outcome(notes=(f"a node range ({n}-{req.max_nodes}) is not kept to one {unit}",),
+                       rules=(Rule.TOPOLOGY,))
     if n <= size:
         if t.kind is TopologyKind.TREE:
             return change(Rule.TOPOLOGY, Changes(req_switch=1, wait4switch=t.max_switch_wait_s),

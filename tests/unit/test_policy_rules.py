@@ -60,6 +60,9 @@ def test_tier_rules(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any
     (BLOCK, {"min_nodes": 1, "tres_per_node": "gres/gpu:8"}, Verdict.ACCEPT, {}, ""),
     (BLOCK, {"min_nodes": 3}, Verdict.ACCEPT, {}, ""),
     (BLOCK, {"min_nodes": 2, "tres_per_node": "gres/gpu:8", "segment_size": 1}, Verdict.ACCEPT, {}, ""),
+    (BLOCK, {"min_nodes": 2, "max_nodes": 3, "tres_per_node": "gres/gpu:8"}, Verdict.ACCEPT, {}, "node range (2-3)"),
+    (BLOCK, {"min_nodes": 2, "max_nodes": 2, "tres_per_node": "gres/gpu:8"}, Verdict.MODIFY, {"segment_size": 2},
+     ""),
     (TREE, {"min_nodes": 4, "tres_per_job": "gres/gpu:32"}, Verdict.MODIFY, {"req_switch": 1, "wait4switch": 300},
      "--switches=1@300s"),
     (TREE, {"min_nodes": 5, "tres_per_node": "gres/gpu:8"}, Verdict.REJECT, {}, "does not fit one leaf switch of 4"),
@@ -69,7 +72,8 @@ def test_tier_rules(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any
     ("topology: {plugin: block, groupSize: 4, gpuJobsOnly: false}", {"min_nodes": 3}, Verdict.MODIFY,
      {"segment_size": 3}, ""),
 ], ids=["block-fits", "block-exact", "block-whole-segments", "block-oversize-rejected", "single-node",
-        "cpu-job", "user-segment-kept", "tree-fits", "tree-oversize-rejected", "user-switches-kept", "oversize-allowed",
+        "cpu-job", "user-segment-kept", "node-range", "max-equals-min",
+        "tree-fits", "tree-oversize-rejected", "user-switches-kept", "oversize-allowed",
         "cpu-jobs-too"])
 def test_topology_rules(text: str, kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any], words: str) -> None:
     d = engine.decide(policy(text), job(**kw))
