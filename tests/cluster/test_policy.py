@@ -149,3 +149,33 @@ def test_policy_edited_live_takes_effect_on_the_next_submission(session: Session
     code, _, err = _sbatch(session, "-t", "30")
     assert code != 0 and "cap of 10 min" in err
     assert _slurmctld_pid(session) == pid  # no restart, no reconfigure
+
+
+SUBMITTERS, JOBS_EACH = 8, 500
+# Each submitter prints one line per job: the job id, or FAIL and sbatch's message.
+SUBMIT_LOOP = (
+    'for i in $(seq {n}); do out=$(sbatch --parsable --hold -o /dev/null -t 5 --job-name=ptest-{k} '
+    '--wrap true 2>&1) && echo "ok ${{out%%;*}}" || echo "FAIL $out"; done'
+)
+
+
+@pytest.mark.smoke  # the plugin runs in every RPC thread at once: the ABI and the GIL both matter here
+def test_parallel_submitters_every_job_accounted_for(session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": TIERED})
+    pid = _slurmctld_pid(session)
+    loops = " & ".join(f"( {SUBMIT_LOOP.format(n=JOBS_EACH, k=k)} ) > /tmp/ptest-{k}.out" for k in range(SUBMITTERS))
+    try:
+        run = session.as_researcher("bash", "-c", f"{loops}; wait; cat /tmp/ptest-*.out; rm -f /tmp/ptest-*.out",
+                                    timeout=1800)
+        assert run.code == 0, run.stderr
+        lines = run.stdout.splitlines()
+        failed = [line for line in lines if not line.startswith("ok ")]
+        assert not failed, failed[:5]
+        submitted = {line.split()[1] for line in lines}
+        assert len(submitted) == SUBMITTERS * JOBS_EACH
+        queued = session.root_in(session.cluster.controller, "squeue", "-h", "-u", wk.DEMO_USER, "-o", "%i",
+                                 "--name", ",".join(f"ptest-{k}" for k in range(SUBMITTERS)), timeout=120)
+        assert set(queued.stdout.split()) == submitted
+        assert _slurmctld_pid(session) == pid
+    finally:
+        session.root_in(session.cluster.controller, "scancel", "-u", wk.DEMO_USER, timeout=120)
