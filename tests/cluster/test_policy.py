@@ -21,7 +21,7 @@ from clusterkit import NAME, Session
 
 from slurmpod import well_known as wk
 
-pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.smoke]
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
 POLICY_VOLUME = "policy"
 # The cluster's default partition is `main`: the tests make it the preemptible tier.
@@ -97,6 +97,7 @@ def _slurmctld_pid(session: Session) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
 def test_accepted_job_is_unchanged(session: Session, policy: PolicyVolume) -> None:
     policy.publish({"policy.yaml": TIERED})
     code, job_id, err = _sbatch(session, "-t", "30", "--requeue", "--signal=USR1@300")
@@ -108,6 +109,7 @@ def test_accepted_job_is_unchanged(session: Session, policy: PolicyVolume) -> No
         _cancel(session, job_id)
 
 
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
 def test_modified_job_shows_in_scontrol(session: Session, policy: PolicyVolume) -> None:
     policy.publish({"policy.yaml": TIERED})
     code, job_id, err = _sbatch(session, "--no-requeue")
@@ -121,6 +123,7 @@ def test_modified_job_shows_in_scontrol(session: Session, policy: PolicyVolume) 
         _cancel(session, job_id)
 
 
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
 def test_rejected_job_tells_the_user_why(session: Session, policy: PolicyVolume) -> None:
     policy.publish({"policy.yaml": TIERED})
     code, _, err = _sbatch(session, "-t", "120")
@@ -128,6 +131,7 @@ def test_rejected_job_tells_the_user_why(session: Session, policy: PolicyVolume)
     assert "time limit 120 min exceeds the preemptible tier's cap of 60 min" in err
 
 
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
 def test_a_policy_that_raises_rejects_and_slurmctld_stays_up(session: Session, policy: PolicyVolume) -> None:
     pid = _slurmctld_pid(session)
     policy.publish({"policy.yaml": RAISING, "rules.py": RAISING_RULE})
@@ -138,6 +142,7 @@ def test_a_policy_that_raises_rejects_and_slurmctld_stays_up(session: Session, p
     assert session.root_in(session.cluster.controller, "scontrol", "ping", timeout=30).code == 0
 
 
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
 def test_policy_edited_live_takes_effect_on_the_next_submission(session: Session, policy: PolicyVolume) -> None:
     pid = _slurmctld_pid(session)
     policy.publish({"policy.yaml": TIERED})
@@ -159,7 +164,6 @@ SUBMIT_LOOP = (
 )
 
 
-@pytest.mark.smoke  # the plugin runs in every RPC thread at once: the ABI and the GIL both matter here
 def test_parallel_submitters_every_job_accounted_for(session: Session, policy: PolicyVolume) -> None:
     policy.publish({"policy.yaml": TIERED})
     pid = _slurmctld_pid(session)
