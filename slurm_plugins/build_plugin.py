@@ -175,12 +175,18 @@ extern int init(void)
     char err[1024] = "";
     const char *env;
     void *py;
+    Dl_info self;
 
     /* Promote the libpython this plugin links to RTLD_GLOBAL, so Python's own extension modules
      * (_cffi_backend) resolve its symbols. Must happen before any Python runs. */
     py = dlopen(SP_LIBPYTHON, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
     if (!py)
         slurm_error("job_submit/slurmpod: dlopen(%s): %s", SP_LIBPYTHON, dlerror());
+    /* Pin this plugin: Python keeps pointers into it (the extern "Python" functions), and an
+     * initialized interpreter cannot be unloaded, so a dlclose() at fini must not unmap it. */
+    if (dladdr((void *) &init, &self) && self.dli_fname &&
+        !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+        slurm_error("job_submit/slurmpod: dlopen(%s, RTLD_NODELETE): %s", self.dli_fname, dlerror());
     env = getenv("SP_ENV_POLICY");
     snprintf(sp_policy_path, sizeof(sp_policy_path), "%s", (env && env[0]) ? env : SP_POLICY_FILE);
     env = getenv("SP_ENV_STATS");

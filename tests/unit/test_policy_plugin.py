@@ -37,9 +37,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _run(built: tuple[Path, Path], policy: Path, *jobs: str, stats_file: Path | None = None,
-         ) -> subprocess.CompletedProcess[str]:
+         reload: bool = False) -> subprocess.CompletedProcess[str]:
     plugin, host = built
     env = {**os.environ, wk.ENV_POLICY: str(policy), wk.ENV_PLUGIN_STATS: str(stats_file or policy.parent / "s")}
+    if reload:
+        env["HOST_RELOAD"] = "1"
     return subprocess.run([str(host), str(plugin), *jobs], capture_output=True, text=True, timeout=120, check=False,
                           env=env)
 
@@ -110,3 +112,15 @@ def test_concurrent_calls_agree_and_are_timed(built: tuple[Path, Path], tmp_path
     s = stats.read(stats_file)
     assert (s.calls, s.failures) == (8 * 40 + 1, 0)
     assert 0 < s.p50_us <= s.p99_us and json.loads(stats_file.read_text())["bucket_us"] == 1
+
+
+def test_unloaded_and_loaded_again_in_the_same_process(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """An in-process reconfigure (fini, dlclose, dlopen, init) keeps answering: Python is started once
+    and the second init() only re-reads the policy. (The shim also pins itself with RTLD_NODELETE; with
+    glibc here the plugin stayed mapped even without the pin, so this does not prove the pin is needed.)"""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    out = _run(built, policy, "cpu:1", reload=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "reload init=0" in out.stdout
+    assert "reloaded job=cpu:1 rc=-1" in out.stdout and "has no GPUs" in out.stdout

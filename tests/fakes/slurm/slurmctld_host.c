@@ -119,5 +119,17 @@ int main(int argc, char **argv)
         printf("%s\n", line);
     }
     printf("fini=%d\n", fini());
+    if (getenv("HOST_RELOAD")) { /* what an in-process reconfigure does: unload, load, init again */
+        dlclose(h);
+        if (!(h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL))) {
+            printf("reload failed: %s\n", dlerror());
+            return 3;
+        }
+        init = (int (*)(void)) dlsym(h, "init");
+        job_submit = (submit_fn) dlsym(h, "job_submit");
+        printf("reload init=%d\n", init());
+        submit(argv[argc - 1], line, sizeof(line));
+        printf("reloaded %s\n", line);
+    }
     return 0;
 }
