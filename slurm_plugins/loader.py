@@ -76,7 +76,7 @@ def _topology(p: Problems, raw: Any) -> pol.Topology:
     size = _int(p, "topology.groupSize", doc.get("groupSize", 0), 0)
     if kind is not pol.TopologyKind.NONE and size < 1:
         p.add("topology.groupSize", doc.get("groupSize"), "required (nodes per block or leaf switch, >= 1)")
-    wait = _int(p, "topology.maxSwitchWaitSeconds", doc.get("maxSwitchWaitSeconds", 600), 0)
+    wait = _int(p, "topology.maxSwitchWaitSeconds", doc.get("maxSwitchWaitSeconds", 300), 0)
     gpu_only = p.typed("topology.gpuJobsOnly", doc.get("gpuJobsOnly", True), bool, "true or false")
     oversize = _enum(p, "topology.oversize", doc.get("oversize", "segment"), pol.Oversize) or pol.Oversize.SEGMENT
     if oversize is pol.Oversize.SEGMENT and kind is pol.TopologyKind.TREE:

@@ -76,7 +76,9 @@ NOBODY = Access()
 class Topology:
     kind: TopologyKind = TopologyKind.NONE
     group_size: int = 0  # nodes per base block (block) or per leaf switch (tree)
-    max_switch_wait_s: int = 600  # tree: wait4switch; Ref: https://slurm.schedmd.com/sbatch.html#OPT_switches
+    # tree: wait4switch, capped by SchedulerParameters=max_switch_wait (default 300 s).
+    # Ref: https://slurm.schedmd.com/sbatch.html#OPT_switches, slurm.conf.html#OPT_max_switch_wait=#
+    max_switch_wait_s: int = 300
     gpu_jobs_only: bool = True
     oversize: Oversize = Oversize.SEGMENT
     whole_node_gpus: int = 0  # multi-node GPU jobs get this many GPUs per node; 0: off
