@@ -228,6 +228,15 @@ def _topology_commands(sub: Any, t: Twins) -> None:
     r.set_defaults(handler=_lazy("slurmpod.topology.render_cli"))
 
 
+def _policy_commands(sub: Any, t: Twins) -> None:
+    policy = sub.add_parser("policy", help="the job_submit policy, without Slurm")
+    psub = policy.add_subparsers(dest="policy_command", required=True)
+    check = psub.add_parser("check", help="print the decision for one job as JSON (exit 0 accept/modify, 1 reject)")
+    _opt(check, t, "--policy", env=wk.ENV_POLICY, default=wk.POLICY_FILE, help="the policy YAML")
+    _opt(check, t, "--job", env="SLURMPOD_POLICY_JOB", required=True, help="the job as JSON (a file, or - for stdin)")
+    check.set_defaults(handler=_lazy("slurmpod.slurm_plugins.check_cli"))
+
+
 def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.ArgumentParser, Twins]:
     """The parser and its environment twins (with any problems found in the environment's values)."""
     twins = Twins(os.environ if environ is None else environ)
@@ -238,6 +247,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.Arg
     _host_commands(sub, twins)
     _pod_commands(sub, twins)
     _topology_commands(sub, twins)
+    _policy_commands(sub, twins)
     return parser, twins
 
 

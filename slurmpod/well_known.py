@@ -169,3 +169,20 @@ ANNOTATION_SLINKY_TOPOLOGY = "topology.slinky.slurm.net/spec"
 ENV_KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
 ENV_KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # token, ca.crt, namespace
+
+# --- job_submit policy and plugin (slurmpod.slurm_plugins; issue 8) ---
+# The policy YAML slurmctld's job_submit/slurmpod plugin reads: deploy/kubernetes/policy.yaml (ConfigMap
+# `policy`) mounted on the controller; SLURMPOD_POLICY (set in the controller's env) overrides the path.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins
+ENV_POLICY = "SLURMPOD_POLICY"
+POLICY_FILE = "/etc/slurmpod/policy/policy.yaml"
+# Where the plugin's C shim writes its per-call timing histogram (JSON, replaced atomically) for the bench;
+# SLURMPOD_PLUGIN_STATS (slurmctld's env) overrides it.
+ENV_PLUGIN_STATS = "SLURMPOD_PLUGIN_STATS"
+PLUGIN_STATS_FILE = "/run/slurmpod/job_submit_stats.json"
+# Set by users in `sbatch --comment`: skip topology placement, honoured only for who the policy's
+# topology.optOut lists (anyone else is rejected, so the comment never silently does nothing).
+POLICY_OPT_OUT_TOKEN = "slurmpod:no-topology"
+# The plugin: JobSubmitPlugins=slurmpod loads <PluginDir>/job_submit_slurmpod.so.
+PLUGIN_TYPE = "job_submit/slurmpod"
+PLUGIN_FILE = "job_submit_slurmpod.so"

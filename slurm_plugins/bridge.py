@@ -1,0 +1,185 @@
+"""The Python side of job_submit_slurmpod.so: job_desc values in, Slurm-encoded changes out.
+
+The C shim copies the job_desc fields into plain numbers and strings and calls `PluginRuntime.decide`;
+this module turns Slurm's sentinels into None, resolves the user's name and groups, runs `engine.decide`
+with the current policy (re-read when the file changes: one stat() per call) and encodes the answer
+back into job_desc values. It never raises into the shim: every failure is a Decision.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slurmpod.errors import BadInput
+from slurmpod.slurm_plugins import engine, loader
+from slurmpod.slurm_plugins.decision import Decision, Verdict
+from slurmpod.slurm_plugins.policy import FailMode, Policy
+from slurmpod.slurm_plugins.request import JobRequest, Sharing
+
+# Ref: slurm/slurm.h (#define NO_VAL, NO_VAL16, JOB_SHARED_*)
+NO_VAL = 0xFFFFFFFE
+NO_VAL16 = 0xFFFE
+SHARED_CODES = {Sharing.EXCLUSIVE: 0, Sharing.OVERSUBSCRIBE: 1, Sharing.USER: 2, Sharing.MCS: 3, Sharing.TOPO: 4}
+SHARING_OF = {code: sharing for sharing, code in SHARED_CODES.items()}
+IDENTITY_TTL_S = 300.0
+
+Desc = Mapping[str, "int | str | None"]
+
+
+def _num(value: int | str | None, unset: int) -> int | None:
+    return value if isinstance(value, int) and value != unset else None
+
+
+def _str(value: int | str | None) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def request_from_desc(desc: Desc, user: str, groups: tuple[str, ...]) -> JobRequest:
+    """job_desc values as the shim copied them (32- and 16-bit numbers with NO_VAL sentinels)."""
+    requeue = _num(desc.get("requeue"), NO_VAL16)
+    shared = _num(desc.get("shared"), NO_VAL16)
+    return JobRequest(
+        uid=int(desc.get("user_id") or 0), user=user, gid=int(desc.get("group_id") or 0), groups=groups,
+        account=_str(desc.get("account")), partition=_str(desc.get("partition")), qos=_str(desc.get("qos")),
+        min_nodes=_num(desc.get("min_nodes"), NO_VAL), max_nodes=_num(desc.get("max_nodes"), NO_VAL),
+        num_tasks=_num(desc.get("num_tasks"), NO_VAL), tres_per_node=_str(desc.get("tres_per_node")),
+        tres_per_job=_str(desc.get("tres_per_job")), features=_str(desc.get("features")),
+        time_limit=_num(desc.get("time_limit"), NO_VAL), req_switch=_num(desc.get("req_switch"), NO_VAL),
+        wait4switch=_num(desc.get("wait4switch"), NO_VAL),
+        segment_size=_num(desc.get("segment_size"), NO_VAL16) or None,
+        sharing=SHARING_OF.get(shared, Sharing.UNSET) if shared is not None else Sharing.UNSET,
+        requeue=None if requeue is None else bool(requeue), comment=_str(desc.get("comment")),
+        warn_signal=_num(desc.get("warn_signal"), NO_VAL16) or None,
+        warn_time=_num(desc.get("warn_time"), NO_VAL16) or None,
+        warn_flags=_num(desc.get("warn_flags"), NO_VAL16) or 0, name=_str(desc.get("name")),
+        job_id=_num(desc.get("job_id"), NO_VAL) or None, is_modify=bool(desc.get("is_modify")),
+    )
+
+
+def encode(decision: Decision) -> dict[str, int | str]:
+    """The job_desc values to write back: only what the Decision sets, in Slurm's encoding."""
+    out: dict[str, int | str] = {}
+    for key, value in decision.changes.as_dict().items():
+        if key == "sharing":
+            out["shared"] = SHARED_CODES[Sharing(value)]
+        elif isinstance(value, bool):
+            out[key] = int(value)
+        else:
+            out[key] = value
+    return out
+
+
+def log_line(req: JobRequest, decision: Decision) -> str:
+    """One line per decision for slurmctld's log: job, user, verdict, rules, message."""
+    job = req.job_id if req.job_id is not None else "new"
+    rules = ",".join(decision.rules) or "-"
+    what = "modify" if req.is_modify else "submit"
+    return (f"{what} job={job} user={req.user or req.uid} partition={req.partition or '-'} "
+            f"verdict={decision.verdict.value} rules={rules} message={decision.message!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The policy file as last read: its stat key, and the policy or why it is unusable."""
+
+    key: tuple[int, int, int]  # (st_ino, st_mtime_ns, st_size): a ConfigMap update swaps the file
+    policy: Policy | None
+    error: str | None
+    fail_mode: FailMode
+
+
+class PluginRuntime:
+    """One per slurmctld: the current policy (reloaded when its file changes) and the identity cache."""
+
+    def __init__(self, path: Path, identity: Callable[[int, int], tuple[str, tuple[str, ...]]] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = path
+        self._identity = identity or system_identity
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._loaded = Loaded((-1, -1, -1), None, "not loaded yet", FailMode.CLOSED)
+        self._ids: dict[tuple[int, int], tuple[float, str, tuple[str, ...]]] = {}
+
+    def current(self) -> Loaded:
+        try:
+            st = os.stat(self.path)
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError as exc:
+            key = (-2, -2, -2)
+            if self._loaded.key != key:
+                with self._lock:
+                    self._loaded = Loaded(key, None, f"cannot read {self.path}: {exc.strerror}", FailMode.CLOSED)
+            return self._loaded
+        if key != self._loaded.key:
+            with self._lock:
+                if key != self._loaded.key:
+                    self._loaded = _load(self.path, key)
+        return self._loaded
+
+    def decide(self, desc: Desc) -> tuple[Decision, JobRequest | None]:
+        loaded = self.current()
+        try:
+            uid, gid = int(desc.get("user_id") or 0), int(desc.get("group_id") or 0)
+            user, groups = self.identity(uid, gid)
+            req = request_from_desc(desc, user, groups)
+        except Exception as exc:  # a job_desc we cannot read: the policy cannot judge it
+            return engine.failed(loaded.fail_mode, f"cannot read the job: {type(exc).__name__}: {exc}"), None
+        if loaded.policy is None:
+            return engine.failed(loaded.fail_mode, f"invalid policy: {loaded.error}"), req
+        return engine.decide(loaded.policy, req), req
+
+    def identity(self, uid: int, gid: int) -> tuple[str, tuple[str, ...]]:
+        now = self._clock()
+        hit = self._ids.get((uid, gid))
+        if hit is not None and now - hit[0] < IDENTITY_TTL_S:
+            return hit[1], hit[2]
+        user, groups = self._identity(uid, gid)
+        self._ids[(uid, gid)] = (now, user, groups)
+        return user, groups
+
+
+def _load(path: Path, key: tuple[int, int, int]) -> Loaded:
+    try:
+        return Loaded(key, loader.load(path), None, FailMode.CLOSED)
+    except BadInput as exc:
+        return Loaded(key, None, str(exc), _fail_mode_of(path))
+    except OSError as exc:
+        return Loaded(key, None, f"cannot read {path}: {exc.strerror}", FailMode.CLOSED)
+    except Exception as exc:  # never into slurmctld: a loader bug is an unusable policy (fail-closed)
+        return Loaded(key, None, f"{type(exc).__name__}: {exc}", FailMode.CLOSED)
+
+
+def _fail_mode_of(path: Path) -> FailMode:
+    try:
+        import yaml  # noqa: PLC0415 - only on the error path
+
+        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except Exception:  # the YAML itself is broken: it cannot ask for fail-open
+        return FailMode.CLOSED
+    return loader.fail_mode_of(raw)
+
+
+def system_identity(uid: int, gid: int) -> tuple[str, tuple[str, ...]]:
+    """The user's name and the names of their groups, from NSS (what slurmctld itself sees)."""
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid), ()
+    names = []
+    for g in os.getgrouplist(user, gid):
+        try:
+            names.append(grp.getgrgid(g).gr_name)
+        except KeyError:
+            names.append(str(g))
+    return user, tuple(sorted(set(names)))
+
+
+VERDICT_CODES = {Verdict.ACCEPT: 0, Verdict.MODIFY: 1, Verdict.REJECT: 2}

@@ -1,0 +1,359 @@
+"""Build job_submit_slurmpod.so with cffi's embedding API, against the Slurm headers of the image.
+
+    python -m slurmpod.slurm_plugins.build_plugin --out DIR [--include /usr/include] [--site-dir D ...]
+
+Run it with the Python that slurmctld's plugin should embed (the image's venv: its site-packages are
+baked in so the plugin finds slurmpod). Needs cffi, setuptools, python3-dev and Slurm's public headers
+(slurm/slurm.h, slurm/slurm_errno.h, slurm/slurm_version.h: Debian's libslurm-dev). The C shim:
+- exports plugin_name, plugin_type "job_submit/slurmpod" and plugin_version = SLURM_VERSION_NUMBER
+  (slurmctld refuses a plugin whose version differs, micro included);
+- init() dlopen()s libpython with RTLD_NOW|RTLD_NOLOAD|RTLD_GLOBAL before any Python runs (without it
+  _cffi_backend fails with "undefined symbol PyExc_SystemError"), then starts Python, which loads and
+  validates the policy; init() never fails, so a bad policy cannot stop slurmctld (jobs are rejected);
+- job_submit() and job_modify() copy job_desc into a plain struct, call Python (cffi takes the GIL per
+  call; C-side state is written once in init()), and write back only the fields the Decision sets, with
+  Slurm's allocator (slurm_xstrdup / slurm_xfree from libslurmfull); a rejection's message goes to
+  *err_msg, which sbatch prints;
+- times every call with clock_gettime(CLOCK_MONOTONIC) into a histogram of 1 us buckets and writes it
+  as JSON (`slurm_plugins/stats.py` reads it) to $SLURMPOD_PLUGIN_STATS at most once a second and at fini().
+Ref: https://slurm.schedmd.com/job_submit_plugins.html, https://cffi.readthedocs.io/en/stable/embedding.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import sysconfig
+from pathlib import Path
+
+from slurmpod import well_known as wk
+
+MODULE = "_slurmpod_job_submit"
+
+# Shared by the C shim, the cffi declarations and the tests (slurm_plugins/embedded.py reads these).
+STRUCTS = r"""
+typedef struct {
+    uint32_t user_id, group_id, job_id, is_modify;
+    uint32_t min_nodes, max_nodes, num_tasks, time_limit, req_switch, wait4switch;
+    uint32_t segment_size, shared, requeue, warn_signal, warn_time, warn_flags;
+    const char *account, *partition, *qos, *tres_per_node, *tres_per_job, *features, *comment, *name;
+} slurmpod_req_t;
+
+typedef struct {
+    uint32_t verdict;   /* 0 accept, 1 modify, 2 reject */
+    uint32_t set;       /* SP_SET_* bits: which fields below to write into job_desc */
+    uint32_t time_limit, requeue, warn_signal, warn_time, warn_flags, req_switch, wait4switch;
+    uint32_t segment_size, shared;
+    char partition[256], qos[256], tres_per_node[1024];
+    char message[1024];
+    char log[2048];
+} slurmpod_out_t;
+"""
+
+EMBEDDING_API = r"""
+int slurmpod_py_start(const char *policy_path, char *err, size_t errlen);
+int slurmpod_py_decide(const slurmpod_req_t *req, slurmpod_out_t *out);
+"""
+
+C_SHIM = r"""
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+/* Exported by libslurmfull, which slurmctld links. Ref: src/common/xstring.c
+ * (strong_alias(xstrdup, slurm_xstrdup)), src/common/xmalloc.h (xfree -> slurm_xfree(void **)),
+ * src/common/log.h (log_var -> slurm_log_var, error -> slurm_error). */
+extern char *slurm_xstrdup(const char *str);
+extern void slurm_xfree(void **ptr);
+extern void slurm_log_var(const int level, const char *fmt, ...);
+extern int slurm_error(const char *fmt, ...);
+#define SP_LOG_INFO 3 /* LOG_LEVEL_INFO in log_level_t, src/common/log.h */
+
+struct job_record; /* only passed through: job_record_t is internal to slurmctld */
+
+const char plugin_name[] = "slurmpod job_submit policy (Python, cffi embedding)";
+const char plugin_type[] = "job_submit/slurmpod";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+STRUCTS_HERE
+
+int slurmpod_py_start(const char *policy_path, char *err, size_t errlen);
+int slurmpod_py_decide(const slurmpod_req_t *req, slurmpod_out_t *out);
+
+#define SP_OK 0x51504F4B
+#define SP_SET_PARTITION (1u << 0)
+#define SP_SET_QOS (1u << 1)
+#define SP_SET_TIME_LIMIT (1u << 2)
+#define SP_SET_REQUEUE (1u << 3)
+#define SP_SET_WARN_SIGNAL (1u << 4)
+#define SP_SET_WARN_TIME (1u << 5)
+#define SP_SET_WARN_FLAGS (1u << 6)
+#define SP_SET_REQ_SWITCH (1u << 7)
+#define SP_SET_WAIT4SWITCH (1u << 8)
+#define SP_SET_SEGMENT_SIZE (1u << 9)
+#define SP_SET_TRES_PER_NODE (1u << 10)
+#define SP_SET_SHARED (1u << 11)
+#define SP_VERDICT_REJECT 2
+#define SP_BUCKETS 4096 /* 1 us each; the last one holds everything slower */
+
+/* Written once in init(), read-only afterwards: safe across RPC threads. */
+static char sp_policy_path[4096];
+static char sp_stats_path[4096];
+/* Call timing: atomics only. */
+static uint64_t sp_hist[SP_BUCKETS];
+static uint64_t sp_calls, sp_sum_ns, sp_max_ns, sp_last_write_ns, sp_failures;
+
+static uint64_t sp_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void sp_write_stats(void)
+{
+    char tmp[4200];
+    FILE *fp;
+    int i;
+
+    if (!sp_stats_path[0])
+        return;
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", sp_stats_path, (long) getpid());
+    if (!(fp = fopen(tmp, "w")))
+        return;
+    fprintf(fp, "{\"calls\": %" PRIu64 ", \"failures\": %" PRIu64 ", \"sum_ns\": %" PRIu64
+        ", \"max_ns\": %" PRIu64 ", \"bucket_us\": 1, \"buckets\": {",
+        __atomic_load_n(&sp_calls, __ATOMIC_RELAXED), __atomic_load_n(&sp_failures, __ATOMIC_RELAXED),
+        __atomic_load_n(&sp_sum_ns, __ATOMIC_RELAXED), __atomic_load_n(&sp_max_ns, __ATOMIC_RELAXED));
+    const char *sep = "";
+    for (i = 0; i < SP_BUCKETS; i++) {
+        uint64_t n = __atomic_load_n(&sp_hist[i], __ATOMIC_RELAXED);
+        if (n) {
+            fprintf(fp, "%s\"%d\": %" PRIu64, sep, i, n);
+            sep = ", ";
+        }
+    }
+    fprintf(fp, "}}\n");
+    if (fclose(fp) == 0)
+        rename(tmp, sp_stats_path);
+    else
+        unlink(tmp);
+}
+
+static void sp_record(uint64_t started)
+{
+    uint64_t now = sp_now_ns(), ns = now - started, us = ns / 1000, max, last;
+
+    __atomic_fetch_add(&sp_hist[us < SP_BUCKETS ? us : SP_BUCKETS - 1], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&sp_calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&sp_sum_ns, ns, __ATOMIC_RELAXED);
+    max = __atomic_load_n(&sp_max_ns, __ATOMIC_RELAXED);
+    while (ns > max && !__atomic_compare_exchange_n(&sp_max_ns, &max, ns, false, __ATOMIC_RELAXED,
+                            __ATOMIC_RELAXED))
+        ;
+    /* At most one writer a second: whoever wins the compare-exchange (outside the timed part). */
+    last = __atomic_load_n(&sp_last_write_ns, __ATOMIC_RELAXED);
+    if (now - last > 1000000000u &&
+        __atomic_compare_exchange_n(&sp_last_write_ns, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        sp_write_stats();
+}
+
+extern int init(void)
+{
+    char err[1024] = "";
+    const char *env;
+    void *py;
+    Dl_info self;
+
+    /* Promote the libpython this plugin links to RTLD_GLOBAL, so Python's own extension modules
+     * (_cffi_backend) resolve its symbols. Must happen before any Python runs. */
+    py = dlopen(SP_LIBPYTHON, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    if (!py)
+        slurm_error("job_submit/slurmpod: dlopen(%s): %s", SP_LIBPYTHON, dlerror());
+    /* Pin this plugin: Python keeps pointers into it (the extern "Python" functions), and an
+     * initialized interpreter cannot be unloaded, so a dlclose() at fini must not unmap it. */
+    if (dladdr((void *) &init, &self) && self.dli_fname &&
+        !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+        slurm_error("job_submit/slurmpod: dlopen(%s, RTLD_NODELETE): %s", self.dli_fname, dlerror());
+    env = getenv("SP_ENV_POLICY");
+    snprintf(sp_policy_path, sizeof(sp_policy_path), "%s", (env && env[0]) ? env : SP_POLICY_FILE);
+    env = getenv("SP_ENV_STATS");
+    snprintf(sp_stats_path, sizeof(sp_stats_path), "%s", (env && env[0]) ? env : SP_STATS_FILE);
+    sp_last_write_ns = sp_now_ns();
+    if (slurmpod_py_start(sp_policy_path, err, sizeof(err)) != SP_OK)
+        slurm_error("job_submit/slurmpod: Python did not start; every job will be rejected");
+    else if (err[0])
+        slurm_error("job_submit/slurmpod: %s", err);
+    else
+        slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: policy %s loaded", sp_policy_path);
+    return SLURM_SUCCESS; /* never stop slurmctld over the policy: jobs are rejected instead */
+}
+
+extern int fini(void)
+{
+    sp_write_stats();
+    return SLURM_SUCCESS;
+}
+
+static void sp_set_str(char **field, const char *value)
+{
+    slurm_xfree((void **) field);
+    *field = slurm_xstrdup(value);
+}
+
+static uint32_t sp_job_id(const job_desc_msg_t *d)
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
+    return d->step_id.job_id; /* 25.11 replaced job_desc.job_id by step_id */
+#else
+    return d->job_id;
+#endif
+}
+
+static int sp_call(job_desc_msg_t *d, bool modify, char **err_msg)
+{
+    uint64_t started = sp_now_ns();
+    slurmpod_req_t req = {
+        .user_id = d->user_id, .group_id = d->group_id, .job_id = sp_job_id(d), .is_modify = modify,
+        .min_nodes = d->min_nodes, .max_nodes = d->max_nodes, .num_tasks = d->num_tasks,
+        .time_limit = d->time_limit, .req_switch = d->req_switch, .wait4switch = d->wait4switch,
+        .segment_size = d->segment_size, .shared = d->shared, .requeue = d->requeue,
+        .warn_signal = d->warn_signal, .warn_time = d->warn_time, .warn_flags = d->warn_flags,
+        .account = d->account, .partition = d->partition, .qos = d->qos,
+        .tres_per_node = d->tres_per_node, .tres_per_job = d->tres_per_job, .features = d->features,
+        .comment = d->comment, .name = d->name,
+    };
+    slurmpod_out_t out;
+    int rc = SLURM_SUCCESS;
+
+    memset(&out, 0, sizeof(out));
+    if (slurmpod_py_decide(&req, &out) != SP_OK) {
+        __atomic_fetch_add(&sp_failures, 1, __ATOMIC_RELAXED);
+        slurm_error("job_submit/slurmpod: the policy engine failed for a job of uid %u", d->user_id);
+        if (err_msg)
+            *err_msg = slurm_xstrdup("rejected by cluster policy: the policy engine failed (see slurmctld log)");
+        sp_record(started);
+        return SLURM_ERROR;
+    }
+    if (out.verdict == SP_VERDICT_REJECT) {
+        rc = SLURM_ERROR;
+    } else {
+        if (out.set & SP_SET_PARTITION) sp_set_str(&d->partition, out.partition);
+        if (out.set & SP_SET_QOS) sp_set_str(&d->qos, out.qos);
+        if (out.set & SP_SET_TRES_PER_NODE) sp_set_str(&d->tres_per_node, out.tres_per_node);
+        if (out.set & SP_SET_TIME_LIMIT) d->time_limit = out.time_limit;
+        if (out.set & SP_SET_REQUEUE) d->requeue = (uint16_t) out.requeue;
+        if (out.set & SP_SET_WARN_SIGNAL) d->warn_signal = (uint16_t) out.warn_signal;
+        if (out.set & SP_SET_WARN_TIME) d->warn_time = (uint16_t) out.warn_time;
+        if (out.set & SP_SET_WARN_FLAGS) d->warn_flags = (uint16_t) out.warn_flags;
+        if (out.set & SP_SET_REQ_SWITCH) d->req_switch = out.req_switch;
+        if (out.set & SP_SET_WAIT4SWITCH) d->wait4switch = out.wait4switch;
+        if (out.set & SP_SET_SEGMENT_SIZE) d->segment_size = (uint16_t) out.segment_size;
+        if (out.set & SP_SET_SHARED) d->shared = (uint16_t) out.shared;
+    }
+    if (err_msg && out.message[0])
+        *err_msg = slurm_xstrdup(out.message);
+    sp_record(started);
+    slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: %s", out.log);
+    return rc;
+}
+
+extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
+{
+    (void) submit_uid;
+    return sp_call(job_desc, false, err_msg);
+}
+
+extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid,
+              char **err_msg)
+{
+    (void) job_ptr;
+    (void) submit_uid;
+    return sp_call(job_desc, true, err_msg);
+}
+"""
+
+INIT_CODE = r"""
+import site
+for _dir in SITE_DIRS:
+    site.addsitedir(_dir)
+from _slurmpod_job_submit import ffi
+from slurmpod.slurm_plugins import embedded
+
+
+@ffi.def_extern(error=-1)
+def slurmpod_py_start(path, err, errlen):
+    return embedded.start(ffi, path, err, errlen)
+
+
+@ffi.def_extern(error=-1)
+def slurmpod_py_decide(req, out):
+    return embedded.decide(ffi, req, out)
+"""
+
+
+def c_source(libpython: str) -> str:
+    """The shim with its compile-time constants filled in (paths and env names from well_known)."""
+    defines = "".join(f'#define {name} "{value}"\n' for name, value in (
+        ("SP_LIBPYTHON", libpython), ("SP_POLICY_FILE", wk.POLICY_FILE), ("SP_STATS_FILE", wk.PLUGIN_STATS_FILE)))
+    body = C_SHIM.replace("STRUCTS_HERE", STRUCTS)
+    body = body.replace('getenv("SP_ENV_POLICY")', f'getenv("{wk.ENV_POLICY}")')
+    body = body.replace('getenv("SP_ENV_STATS")', f'getenv("{wk.ENV_PLUGIN_STATS}")')
+    return defines + body
+
+
+def init_code(site_dirs: list[str]) -> str:
+    return INIT_CODE.replace("SITE_DIRS", repr(tuple(site_dirs)))
+
+
+def libpython_soname() -> str:
+    """libpython3.X.so.1.0 of the running interpreter (the one the plugin embeds)."""
+    name = sysconfig.get_config_var("INSTSONAME") or f"libpython{sysconfig.get_python_version()}.so.1.0"
+    return str(name)
+
+
+def build(out: Path, include_dirs: list[str], site_dirs: list[str], verbose: bool = False) -> Path:
+    import cffi  # type: ignore[import-untyped]  # noqa: PLC0415 - a build-time dependency only
+
+    ffi = cffi.FFI()
+    ffi.cdef(STRUCTS)
+    ffi.embedding_api(EMBEDDING_API)
+    ffi.embedding_init_code(init_code(site_dirs))
+    includes = [str(Path(d).resolve()) for d in include_dirs]  # cffi compiles from inside ``out``
+    ffi.set_source(MODULE, c_source(libpython_soname()), include_dirs=includes, libraries=["dl"],
+                   extra_compile_args=["-O2", "-Wall", "-Wno-unused-function"])
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    built = ffi.compile(tmpdir=str(out), target=wk.PLUGIN_FILE.replace(".so", ".*"), verbose=verbose)
+    return Path(built)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m slurmpod.slurm_plugins.build_plugin", description=__doc__)
+    parser.add_argument("--out", required=True, type=Path, help="directory for job_submit_slurmpod.so")
+    parser.add_argument("--include", action="append", default=[],
+                        help="directory holding slurm/slurm.h (repeatable; default /usr/include)")
+    parser.add_argument("--site-dir", action="append", default=None,
+                        help="site-packages the embedded Python adds (default: this interpreter's)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    site_dirs = args.site_dir or [sysconfig.get_paths()["purelib"]]
+    built = build(args.out, args.include or ["/usr/include"], site_dirs, args.verbose)
+    print(built)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Inside slurmctld: the two functions job_submit_slurmpod.so calls through cffi's embedding API.
+
+`build_plugin` puts a few lines of init code into the plugin that import this module and register
+`start` and `decide` as the plugin's extern "Python" functions. Both take the cffi ``ffi`` and raw
+pointers to the C structs declared in `build_plugin.CDEF`, so tests drive them with an ABI-mode FFI
+over the same declarations. They return `OK` only when they filled in their answer: anything else (an
+exception, or cffi's default 0 when Python could not start) makes the C shim reject the job.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from slurmpod.slurm_plugins import bridge, engine
+from slurmpod.slurm_plugins.decision import Decision
+from slurmpod.slurm_plugins.policy import FailMode
+
+log = logging.getLogger(__name__)
+
+OK = 0x51504F4B  # "QPOK": the answer in *out is valid
+STR_IN = ("account", "partition", "qos", "tres_per_node", "tres_per_job", "features", "comment", "name")
+NUM_IN = ("user_id", "group_id", "job_id", "is_modify", "min_nodes", "max_nodes", "num_tasks", "time_limit",
+          "req_switch", "wait4switch", "segment_size", "shared", "requeue", "warn_signal", "warn_time", "warn_flags")
+# Which job_desc field the shim writes back: one bit each in out->set (SP_SET_* in the C shim).
+SET_BITS = {"partition": 1 << 0, "qos": 1 << 1, "time_limit": 1 << 2, "requeue": 1 << 3, "warn_signal": 1 << 4,
+            "warn_time": 1 << 5, "warn_flags": 1 << 6, "req_switch": 1 << 7, "wait4switch": 1 << 8,
+            "segment_size": 1 << 9, "tres_per_node": 1 << 10, "shared": 1 << 11}
+STR_OUT = ("partition", "qos", "tres_per_node")
+
+
+class _State:
+    runtime: bridge.PluginRuntime | None = None
+
+
+def start(ffi: Any, path: Any, err: Any, errlen: int) -> int:
+    """Plugin init(): load and validate the policy now, so a bad one shows in slurmctld's log at once."""
+    _State.runtime = bridge.PluginRuntime(Path(ffi.string(path).decode()))
+    loaded = _State.runtime.current()
+    if loaded.policy is None:
+        _put(ffi, err, errlen, f"policy {_State.runtime.path} unusable, jobs will be "
+                               f"{'accepted unchanged' if loaded.fail_mode is FailMode.OPEN else 'rejected'} "
+                               f"until it is fixed: {loaded.error}")
+    return OK
+
+
+def decide(ffi: Any, req: Any, out: Any) -> int:
+    """job_submit() / job_modify(): read *req, decide, fill in *out."""
+    runtime = _State.runtime
+    if runtime is None:
+        raise RuntimeError("slurmpod_py_start was not called")
+    desc: dict[str, int | str | None] = {k: int(getattr(req, k)) for k in NUM_IN}
+    for key in STR_IN:
+        ptr = getattr(req, key)
+        desc[key] = ffi.string(ptr).decode("utf-8", "replace") if ptr != ffi.NULL else None
+    decision, job = runtime.decide(desc)
+    values = bridge.encode(decision)
+    too_long = [k for k in STR_OUT if k in values and len(str(values[k]).encode()) >= len(getattr(out, k))]
+    if too_long:
+        decision = engine.failed(runtime.current().fail_mode, f"value for {too_long[0]} too long for the plugin")
+        values = bridge.encode(decision)
+    _fill(ffi, out, decision, values)
+    line = bridge.log_line(job, decision) if job is not None else f"verdict={decision.verdict.value} " \
+                                                                   f"message={decision.message!r}"
+    _put(ffi, out.log, len(out.log), line)
+    return OK
+
+
+def _fill(ffi: Any, out: Any, decision: Decision, values: dict[str, int | str]) -> None:
+    out.verdict = bridge.VERDICT_CODES[decision.verdict]
+    out.set = 0
+    for key, value in values.items():
+        out.set |= SET_BITS[key]
+        if key in STR_OUT:
+            _put(ffi, getattr(out, key), len(getattr(out, key)), str(value))
+        else:
+            setattr(out, key, int(value))
+    _put(ffi, out.message, len(out.message), decision.message)
+
+
+def _put(ffi: Any, buf: Any, size: int, text: str) -> None:
+    """Copy ``text`` into a char[size], NUL-terminated, cut to fit (with "..." when cut)."""
+    data = text.encode("utf-8", "replace")
+    if len(data) >= size:
+        data = data[: size - 4] + b"..."
+    ffi.memmove(buf, data + b"\0", len(data) + 1)

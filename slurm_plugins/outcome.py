@@ -1,0 +1,50 @@
+"""What one built-in rule says about a job: fields to set and notes, or a rejection."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from slurmpod.slurm_plugins.decision import Changes
+
+
+class Rule(enum.Enum):
+    """The built-in rules, named in every Decision (and in the plugin's log line)."""
+
+    TIER_ACCESS = "tier-access"
+    CPU_ONLY = "cpu-only-partition"
+    TIME_CAP = "tier-time-cap"
+    REQUEUE = "tier-requeue"
+    GRACE_SIGNAL = "tier-grace-signal"
+    TOPOLOGY = "topology"
+    WHOLE_NODE = "whole-node-gpus"
+    OPT_OUT = "topology-opt-out"
+    FAIL_CLOSED = "fail-closed"
+    FAIL_OPEN = "fail-open"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    changes: Changes = field(default_factory=Changes)
+    notes: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    reject: str | None = None  # the user-facing reason, when the rule refuses the job
+
+    def then(self, other: Outcome) -> Outcome:
+        if other is NOTHING:
+            return self
+        if self is NOTHING:
+            return other
+        return Outcome(self.changes.merge(other.changes), self.notes + other.notes, self.rules + other.rules,
+                       self.reject or other.reject)
+
+
+NOTHING = Outcome()
+
+
+def refuse(rule: Rule, message: str) -> Outcome:
+    return Outcome(rules=(rule,), reject=message)
+
+
+def change(rule: Rule, changes: Changes, note: str) -> Outcome:
+    return Outcome(changes, (note,), (rule,))

@@ -1,0 +1,135 @@
+/* A stand-in for slurmctld: loads job_submit_slurmpod.so the way Slurm's plugin loader does (dlopen,
+ * dlsym of the plugin symbols), provides the libslurmfull functions the plugin imports, and submits the
+ * jobs named on the command line, one line of key=value output per job.
+ *   slurmctld_host PLUGIN.so [--threads N --repeat M] PARTITION[:GPUS_PER_NODE[:NODES]] ...  */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <slurm/slurm.h>
+
+char *slurm_xstrdup(const char *s) { return s ? strdup(s) : NULL; }
+void slurm_xfree(void **p) { free(*p); *p = NULL; }
+void slurm_log_var(const int level, const char *fmt, ...)
+{
+    va_list a;
+    va_start(a, fmt);
+    fprintf(stderr, "log%d: ", level);
+    vfprintf(stderr, fmt, a);
+    fputc('\n', stderr);
+    va_end(a);
+}
+int slurm_error(const char *fmt, ...)
+{
+    va_list a;
+    va_start(a, fmt);
+    fprintf(stderr, "error: ");
+    vfprintf(stderr, fmt, a);
+    fputc('\n', stderr);
+    va_end(a);
+    return -1;
+}
+
+typedef int (*submit_fn)(job_desc_msg_t *, uint32_t, char **);
+static submit_fn job_submit;
+static const char *thread_job;
+static int repeat = 1, bad_threads;
+
+static int submit(const char *spec, char *line, size_t len)
+{
+    job_desc_msg_t d;
+    char part[256], *err = NULL, *colon;
+    int rc, gpus = 0, nodes = 1;
+
+    memset(&d, 0, sizeof(d));
+    d.max_nodes = d.num_tasks = d.time_limit = d.req_switch = d.wait4switch = NO_VAL;
+    d.requeue = d.segment_size = d.shared = d.warn_flags = d.warn_signal = d.warn_time = NO_VAL16;
+    snprintf(part, sizeof(part), "%s", spec);
+    if ((colon = strchr(part, ':'))) {
+        *colon = '\0';
+        sscanf(colon + 1, "%d:%d", &gpus, &nodes);
+    }
+    d.partition = strdup(part);
+    d.min_nodes = (uint32_t) nodes;
+    if (gpus) {
+        d.tres_per_node = malloc(32);
+        snprintf(d.tres_per_node, 32, "gres/gpu:%d", gpus);
+    }
+    rc = job_submit(&d, 0, &err);
+    snprintf(line, len, "job=%s rc=%d time_limit=%u requeue=%u warn_signal=%u segment_size=%u tres_per_node=%s "
+             "err=%s", spec, rc, d.time_limit, d.requeue, d.warn_signal, d.segment_size,
+             d.tres_per_node ? d.tres_per_node : "-", err ? err : "-");
+    free(d.partition);
+    free(d.tres_per_node);
+    free(err);
+    return rc;
+}
+
+static void *worker(void *arg)
+{
+    char line[4096], first[4096];
+
+    submit(thread_job, first, sizeof(first));
+    for (int i = 1; i < repeat; i++) {
+        submit(thread_job, line, sizeof(line));
+        if (strcmp(line, first)) /* every thread must see the same answer */
+            __atomic_fetch_add(&bad_threads, 1, __ATOMIC_RELAXED);
+    }
+    return arg;
+}
+
+int main(int argc, char **argv)
+{
+    char line[4096];
+    int threads = 0, i = 2;
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+
+    if (!h) {
+        printf("dlopen failed: %s\n", dlerror());
+        return 3;
+    }
+    int (*init)(void) = (int (*)(void)) dlsym(h, "init");
+    int (*fini)(void) = (int (*)(void)) dlsym(h, "fini");
+    job_submit = (submit_fn) dlsym(h, "job_submit");
+    const uint32_t *version = dlsym(h, "plugin_version");
+    const char *type = dlsym(h, "plugin_type");
+    if (!init || !fini || !job_submit || !version || !type || !dlsym(h, "job_modify") || !dlsym(h, "plugin_name")) {
+        printf("missing plugin symbols\n");
+        return 3;
+    }
+    printf("plugin_type=%s plugin_version=%u init=%d\n", type, *version, init());
+    if (argc > 3 && !strcmp(argv[2], "--threads")) {
+        threads = atoi(argv[3]);
+        repeat = atoi(argv[5]);
+        i = 6;
+    }
+    for (; i < argc; i++) {
+        if (threads) {
+            pthread_t t[64];
+            thread_job = argv[i];
+            for (int k = 0; k < threads; k++)
+                pthread_create(&t[k], NULL, worker, NULL);
+            for (int k = 0; k < threads; k++)
+                pthread_join(t[k], NULL);
+            printf("threads=%d repeat=%d mismatches=%d\n", threads, repeat, bad_threads);
+        }
+        submit(argv[i], line, sizeof(line));
+        printf("%s\n", line);
+    }
+    printf("fini=%d\n", fini());
+    if (getenv("HOST_RELOAD")) { /* what an in-process reconfigure does: unload, load, init again */
+        dlclose(h);
+        if (!(h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL))) {
+            printf("reload failed: %s\n", dlerror());
+            return 3;
+        }
+        init = (int (*)(void)) dlsym(h, "init");
+        job_submit = (submit_fn) dlsym(h, "job_submit");
+        printf("reload init=%d\n", init());
+        submit(argv[argc - 1], line, sizeof(line));
+        printf("reloaded %s\n", line);
+    }
+    return 0;
+}

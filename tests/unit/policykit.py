@@ -1,0 +1,42 @@
+"""Helpers for the policy tests: the shipped default policy, and policies written from YAML text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from slurmpod.slurm_plugins import loader
+from slurmpod.slurm_plugins.policy import Policy
+from slurmpod.slurm_plugins.request import JobRequest
+
+DEPLOY_POLICY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "policy.yaml"
+
+
+def default_policy_text() -> str:
+    manifest = yaml.safe_load(DEPLOY_POLICY.read_text(encoding="utf-8"))
+    text: str = manifest["data"]["policy.yaml"]
+    return text
+
+
+def default_policy() -> Policy:
+    return loader.parse(yaml.safe_load(default_policy_text()), DEPLOY_POLICY.parent)
+
+
+def policy(text: str, base: Path = DEPLOY_POLICY.parent) -> Policy:
+    return loader.parse(yaml.safe_load(text), base)
+
+
+def job(**kw: Any) -> JobRequest:
+    kw.setdefault("uid", 2000)
+    kw.setdefault("user", "researcher")
+    return JobRequest(**kw)
+
+
+BLOCK = """
+topology: {plugin: block, groupSize: 4, oversize: segment}
+"""
+TREE = """
+topology: {plugin: tree, groupSize: 4, maxSwitchWaitSeconds: 300, oversize: reject}
+"""

@@ -1,0 +1,126 @@
+"""job_submit_slurmpod.so built by build_plugin and loaded by a stand-in slurmctld (C, dlopen).
+
+The real build path — cffi embedding, the C shim, libpython promoted to RTLD_GLOBAL in init(), strings
+through the host's slurm_xstrdup/slurm_xfree — against a test header with job_desc_msg_t's field names
+(tests/fakes/slurm/include). The cluster tests run the same plugin in a real slurmctld.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+from policykit import default_policy_text
+
+from slurmpod import well_known as wk
+from slurmpod.slurm_plugins import build_plugin, stats
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes" / "slurm"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.fail("a C compiler is needed to build the plugin (bootstrap-host.sh installs gcc)")
+    out = tmp_path_factory.mktemp("plugin")
+    plugin = build_plugin.build(out, [str(FAKES / "include")], [sysconfig.get_paths()["purelib"]])
+    host = out / "slurmctld_host"
+    subprocess.run([cc, "-O1", "-rdynamic", "-I", str(FAKES / "include"), "-o", str(host),
+                    str(FAKES / "slurmctld_host.c"), "-ldl", "-lpthread"], check=True, timeout=120)
+    return plugin, host
+
+
+def _run(built: tuple[Path, Path], policy: Path, *jobs: str, stats_file: Path | None = None,
+         reload: bool = False) -> subprocess.CompletedProcess[str]:
+    plugin, host = built
+    env = {**os.environ, wk.ENV_POLICY: str(policy), wk.ENV_PLUGIN_STATS: str(stats_file or policy.parent / "s")}
+    if reload:
+        env["HOST_RELOAD"] = "1"
+    return subprocess.run([str(host), str(plugin), *jobs], capture_output=True, text=True, timeout=120, check=False,
+                          env=env)
+
+
+def _lines(out: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:
+    """job=SPEC rc=... key=value ... err=MESSAGE (err last: it may hold spaces)."""
+    found = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("job="):
+            head, _, err = line.partition(" err=")
+            fields = dict(kv.split("=", 1) for kv in head.split(" "))
+            fields["err"] = err
+            found[fields["job"]] = fields
+    return found
+
+
+def test_accept_modify_reject_through_the_plugin(built: tuple[Path, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    out = _run(built, policy, "main", "preempt:8:2", "cpu:1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"plugin_type={wk.PLUGIN_TYPE} plugin_version={(24 << 16) + (11 << 8) + 5} init=0" in out.stdout
+    jobs = _lines(out)
+    assert jobs["main"]["rc"] == "0" and jobs["main"]["err"] == "-" and jobs["main"]["requeue"] == str(0xFFFE)
+    pre = jobs["preempt:8:2"]
+    assert (pre["rc"], pre["time_limit"], pre["requeue"], pre["warn_signal"]) == ("0", "1440", "1", "10")
+    assert "requeue enabled" in pre["err"]
+    assert jobs["cpu:1"]["rc"] == "-1"
+    assert jobs["cpu:1"]["err"] == "partition cpu has no GPUs; submit GPU jobs to a GPU partition"
+    assert "verdict=reject rules=cpu-only-partition" in out.stderr  # the decision log line, through slurm_log_var
+    assert "fini=0" in out.stdout
+
+
+def test_strings_are_written_back_with_slurms_allocator(built: tuple[Path, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("topology: {plugin: block, groupSize: 4, wholeNodeGpus: 8}\n", encoding="utf-8")
+    job = _lines(_run(built, policy, "gpu:2:3"))["gpu:2:3"]
+    assert (job["rc"], job["tres_per_node"], job["segment_size"]) == ("0", "gres/gpu:8", "3")
+
+
+def test_a_policy_that_raises_rejects_and_the_host_survives(built: tuple[Path, Path], tmp_path: Path) -> None:
+    (tmp_path / "rules.py").write_text("def rule(job, decision):\n    raise RuntimeError('boom')\n",
+                                       encoding="utf-8")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("rules: [{file: rules.py}]\n", encoding="utf-8")
+    out = _run(built, policy, "main", "main")
+    assert out.returncode == 0 and "init=0" in out.stdout and "fini=0" in out.stdout
+    job = _lines(out)["main"]
+    assert job["rc"] == "-1"
+    assert job["err"] == "rejected by cluster policy: rule rules.py:rule failed: RuntimeError: boom"
+
+
+def test_an_invalid_policy_does_not_stop_init(built: tuple[Path, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("tiers: nope\n", encoding="utf-8")
+    out = _run(built, policy, "main")
+    assert "init=0" in out.stdout
+    assert "unusable, jobs will be rejected until it is fixed" in out.stderr
+    assert _lines(out)["main"]["err"].startswith("rejected by cluster policy: invalid policy: tiers='nope'")
+
+
+def test_concurrent_calls_agree_and_are_timed(built: tuple[Path, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    stats_file = tmp_path / "stats.json"
+    out = _run(built, policy, "--threads", "8", "--repeat", "40", "preempt:8:2", stats_file=stats_file)
+    assert "threads=8 repeat=40 mismatches=0" in out.stdout, out.stdout + out.stderr
+    s = stats.read(stats_file)
+    assert (s.calls, s.failures) == (8 * 40 + 1, 0)
+    assert 0 < s.p50_us <= s.p99_us and json.loads(stats_file.read_text())["bucket_us"] == 1
+
+
+def test_unloaded_and_loaded_again_in_the_same_process(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """An in-process reconfigure (fini, dlclose, dlopen, init) keeps answering: Python is started once
+    and the second init() only re-reads the policy. (The shim also pins itself with RTLD_NODELETE; with
+    glibc here the plugin stayed mapped even without the pin, so this does not prove the pin is needed.)"""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    out = _run(built, policy, "cpu:1", reload=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "reload init=0" in out.stdout
+    assert "reloaded job=cpu:1 rc=-1" in out.stdout and "has no GPUs" in out.stdout

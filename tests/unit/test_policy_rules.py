@@ -1,0 +1,127 @@
+"""The built-in rules: preemption tiers, CPU-only partitions, and topology placement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from policykit import BLOCK, TREE, default_policy, job, policy
+
+from slurmpod import well_known as wk
+from slurmpod.slurm_plugins import engine
+from slurmpod.slurm_plugins.decision import Verdict
+from slurmpod.slurm_plugins.request import TIME_INFINITE, Sharing
+
+TIERS = """
+tiers:
+  - {name: preemptible, partitions: [preempt], qos: [scavenger], requeue: true, maxTimeMinutes: 600,
+     graceSignal: {signal: USR1, seconds: 90, target: batch}}
+  - {name: normal, partitions: [main], maxTimeMinutes: 1440, overTime: clamp}
+  - {name: high, partitions: [high], maxTimeMinutes: 120,
+     access: {users: [boss], groups: [oncall], accounts: [inference]}}
+defaultTier: normal
+cpuOnlyPartitions: [cpu]
+"""
+
+
+@pytest.mark.parametrize(("kw", "verdict", "changes", "words"), [
+    ({"partition": "preempt", "time_limit": 60}, Verdict.MODIFY,
+     {"requeue": True, "warn_signal": 10, "warn_time": 90, "warn_flags": 1}, "requeue enabled"),
+    ({"qos": "scavenger", "time_limit": 60, "requeue": True, "warn_signal": 12, "warn_time": 30}, Verdict.ACCEPT,
+     {}, ""),
+    ({"partition": "preempt", "time_limit": 601}, Verdict.REJECT, {}, "exceeds the preemptible tier's cap of 600"),
+    ({"partition": "preempt", "time_limit": TIME_INFINITE}, Verdict.REJECT, {}, "UNLIMITED exceeds"),
+    ({"partition": "main", "time_limit": 3000}, Verdict.MODIFY, {"time_limit": 1440}, "lowered from 3000 min"),
+    ({"time_limit": 30}, Verdict.ACCEPT, {}, ""),
+    ({}, Verdict.MODIFY, {"time_limit": 1440}, "set to the normal cap"),
+    ({"partition": "high", "time_limit": 60}, Verdict.REJECT, {}, "may not use the high tier"),
+    ({"partition": "high", "time_limit": 60, "user": "boss"}, Verdict.ACCEPT, {}, ""),
+    ({"partition": "high", "time_limit": 60, "groups": ("oncall",)}, Verdict.ACCEPT, {}, ""),
+    ({"partition": "high", "time_limit": 60, "account": "inference"}, Verdict.ACCEPT, {}, ""),
+    ({"partition": "main,high", "time_limit": 60}, Verdict.REJECT, {}, "may not use the high tier"),
+    ({"partition": "cpu", "tres_per_node": "gres/gpu:1"}, Verdict.REJECT, {}, "partition cpu has no GPUs"),
+    ({"partition": "cpu", "time_limit": 10}, Verdict.ACCEPT, {}, ""),
+    ({"partition": "other", "time_limit": 10}, Verdict.ACCEPT, {}, ""),
+], ids=["preemptible-gets-requeue-and-signal", "user-signal-kept", "over-cap", "unlimited-over-cap", "clamped",
+        "default-tier", "unset-time-gets-cap", "high-refused", "high-user", "high-group", "high-account",
+        "any-listed-partition", "gpu-in-cpu-only", "cpu-job-in-cpu", "unknown-partition-default-tier"])
+def test_tier_rules(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any], words: str) -> None:
+    d = engine.decide(policy(TIERS), job(**kw))
+    assert d.verdict is verdict, d
+    assert d.changes.as_dict() == changes
+    assert words in d.message
+
+
+@pytest.mark.parametrize(("text", "kw", "verdict", "changes", "words"), [
+    (BLOCK, {"min_nodes": 2, "tres_per_node": "gres/gpu:8"}, Verdict.MODIFY, {"segment_size": 2}, "--segment=2"),
+    (BLOCK, {"min_nodes": 4, "tres_per_node": "gres/gpu:8"}, Verdict.MODIFY, {"segment_size": 4}, "one block"),
+    (BLOCK, {"min_nodes": 12, "tres_per_node": "gres/gpu:8"}, Verdict.MODIFY, {"segment_size": 4}, "3 whole blocks"),
+    (BLOCK, {"min_nodes": 6, "tres_per_node": "gres/gpu:8"}, Verdict.REJECT, {}, "a multiple of 4"),
+    (BLOCK, {"min_nodes": 1, "tres_per_node": "gres/gpu:8"}, Verdict.ACCEPT, {}, ""),
+    (BLOCK, {"min_nodes": 3}, Verdict.ACCEPT, {}, ""),
+    (BLOCK, {"min_nodes": 2, "tres_per_node": "gres/gpu:8", "segment_size": 1}, Verdict.ACCEPT, {}, ""),
+    (BLOCK, {"min_nodes": 2, "max_nodes": 3, "tres_per_node": "gres/gpu:8"}, Verdict.ACCEPT, {}, "node range (2-3)"),
+    (BLOCK, {"min_nodes": 2, "max_nodes": 2, "tres_per_node": "gres/gpu:8"}, Verdict.MODIFY, {"segment_size": 2},
+     ""),
+    (TREE, {"min_nodes": 4, "tres_per_job": "gres/gpu:32"}, Verdict.MODIFY, {"req_switch": 1, "wait4switch": 300},
+     "--switches=1@300s"),
+    (TREE, {"min_nodes": 5, "tres_per_node": "gres/gpu:8"}, Verdict.REJECT, {}, "does not fit one leaf switch of 4"),
+    (TREE, {"min_nodes": 2, "tres_per_node": "gres/gpu:8", "req_switch": 2}, Verdict.ACCEPT, {}, ""),
+    ("topology: {plugin: block, groupSize: 4, oversize: allow}", {"min_nodes": 6, "tres_per_node": "gres/gpu:1"},
+     Verdict.ACCEPT, {}, ""),
+    ("topology: {plugin: block, groupSize: 4, gpuJobsOnly: false}", {"min_nodes": 3}, Verdict.MODIFY,
+     {"segment_size": 3}, ""),
+], ids=["block-fits", "block-exact", "block-whole-segments", "block-oversize-rejected", "single-node",
+        "cpu-job", "user-segment-kept", "node-range", "max-equals-min",
+        "tree-fits", "tree-oversize-rejected", "user-switches-kept", "oversize-allowed",
+        "cpu-jobs-too"])
+def test_topology_rules(text: str, kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any], words: str) -> None:
+    d = engine.decide(policy(text), job(**kw))
+    assert d.verdict is verdict, d
+    assert d.changes.as_dict() == changes
+    assert words in d.message
+
+
+WHOLE = "topology: {plugin: block, groupSize: 4, wholeNodeGpus: 8, optOut: {users: [ops]}}"
+
+
+@pytest.mark.parametrize(("kw", "verdict", "changes", "words"), [
+    ({"min_nodes": 2, "tres_per_node": "gres/gpu:h100:2"}, Verdict.MODIFY,
+     {"tres_per_node": "gres/gpu:h100:8", "sharing": "exclusive", "segment_size": 2}, "whole nodes"),
+    ({"min_nodes": 2, "tres_per_node": "gres/gpu:8", "sharing": Sharing.EXCLUSIVE}, Verdict.MODIFY,
+     {"segment_size": 2}, ""),
+    ({"min_nodes": 2, "tres_per_job": "gres/gpu:16"}, Verdict.MODIFY, {"segment_size": 2}, ""),
+    ({"min_nodes": 2, "tres_per_job": "gres/gpu:10"}, Verdict.REJECT, {}, "--gpus-per-node=8"),
+    ({"min_nodes": 2, "tres_per_node": "gres/gpu:9"}, Verdict.REJECT, {}, "a node has 8 GPUs"),
+    ({"min_nodes": 2, "tres_per_node": "gres/gpu:2", "user": "ops", "comment": wk.POLICY_OPT_OUT_TOKEN},
+     Verdict.ACCEPT, {}, "opt-out"),
+    ({"min_nodes": 2, "tres_per_node": "gres/gpu:2", "comment": f"x {wk.POLICY_OPT_OUT_TOKEN}"}, Verdict.REJECT, {},
+     "may not opt out"),
+], ids=["raised-to-whole-node", "already-whole", "per-job-whole", "per-job-partial", "too-many", "opt-out-allowed",
+        "opt-out-refused"])
+def test_whole_node_gpus_and_opt_out(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any],
+                                     words: str) -> None:
+    d = engine.decide(policy(WHOLE), job(**kw))
+    assert d.verdict is verdict, d
+    assert d.changes.as_dict() == changes
+    assert words in d.message
+
+
+def test_default_policy_answers_the_three_demo_jobs() -> None:
+    p = default_policy()
+    assert engine.decide(p, job(partition="main", time_limit=10)).verdict is Verdict.ACCEPT
+    assert engine.decide(p, job(partition="preempt", time_limit=10)).verdict is Verdict.MODIFY
+    rejected = engine.decide(p, job(partition="cpu", tres_per_job="gres/gpu:1"))
+    assert rejected.verdict is Verdict.REJECT and "no GPUs" in rejected.message
+
+
+@pytest.mark.parametrize(("kw", "verdict"), [
+    ({"time_limit": 30}, Verdict.ACCEPT),
+    ({"partition": "preempt"}, Verdict.ACCEPT),
+    ({"partition": "preempt", "time_limit": 900}, Verdict.REJECT),
+    ({"partition": "high"}, Verdict.REJECT),
+], ids=["unrelated-field", "no-fill-ins", "named-over-cap", "named-tier-refused"])
+def test_job_modify_refuses_what_it_names_and_fills_in_nothing(kw: dict[str, Any], verdict: Verdict) -> None:
+    d = engine.decide(policy(TIERS), job(is_modify=True, **kw))
+    assert d.verdict is verdict, d
+    assert not d.changes
