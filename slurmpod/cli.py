@@ -204,6 +204,30 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     reconcile.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons", "reconcile_main"))
 
 
+def _health_commands(sub: Any, t: Twins) -> None:
+    """Node health: what Slurm runs as Prolog, Epilog and HealthCheckProgram, and the same checks on demand."""
+    check = sub.add_parser("check", help="node health checks")
+    csub = check.add_subparsers(dest="check_command", required=True)
+    run = csub.add_parser("run", help="run the health checks of one context and print the results")
+    _opt(run, t, "--context", env="SLURMPOD_CHECK_CONTEXT", required=True,
+         choices=["prolog", "epilog", "periodic", "startup"], help="which checks: those of this context")
+    _opt(run, t, "--json", env="SLURMPOD_CHECK_JSON", action="store_true", help="print the results as JSON")
+    _opt(run, t, "--act", env="SLURMPOD_CHECK_ACT", action="store_true",
+         help="drain or resume this node as the hooks would (default: only report)")
+    _opt(run, t, "--config", env=wk.ENV_HEALTH_CONFIG, default=None, help="the health config YAML")
+    _opt(run, t, "--state-dir", env=wk.ENV_HEALTH_STATE_DIR, default=None,
+         help="where counters are kept between runs")
+    _opt(run, t, "--metrics-dir", env=wk.ENV_HEALTH_METRICS_DIR, default=None,
+         help="node-exporter textfile dir for the metrics")
+    run.set_defaults(handler=_lazy("slurmpod.prolog_epilog.main", "check_run"))
+    for name, func, text in (
+        ("prolog", "prolog", "Slurm Prolog: health checks before a job; exit 1 drains and requeues"),
+        ("epilog", "epilog", "Slurm Epilog: health checks after a job"),
+        ("healthcheck", "healthcheck", "Slurm HealthCheckProgram: periodic checks, drain and undrain"),
+    ):
+        sub.add_parser(name, help=text).set_defaults(handler=_lazy("slurmpod.prolog_epilog.main", func))
+
+
 def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.ArgumentParser, Twins]:
     """The parser and its environment twins (with any problems found in the environment's values)."""
     twins = Twins(os.environ if environ is None else environ)
@@ -213,6 +237,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.Arg
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _host_commands(sub, twins)
     _pod_commands(sub, twins)
+    _health_commands(sub, twins)
     return parser, twins
 
 
