@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from slurmpod.errors import SlurmpodError
-from slurmpod.nvml import NvmlError
+from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
 from slurmpod.prolog_epilog.checks.gpu import session
@@ -27,7 +27,7 @@ def busy(env: CheckEnv) -> str | None:
     nv, devs = got
     try:
         used = [d.index for d in devs if rd.usage(nv, d).pids]
-    except NvmlError:
+    except (NvmlError, NvmlHung):
         return None
     return f"GPU {','.join(map(str, used))} in use" if used else None
 

@@ -34,8 +34,10 @@ def per_gpu(nv: Nvml, devs: Sequence[rd.Device], read: Callable[[Nvml, rd.Device
     return [(d, read(nv, d)) for d in devs]
 
 
-def lost(name: str, exc: NvmlError, devs: Sequence[rd.Device]) -> CheckResult | None:
-    """A GPU that fell off the bus or needs a reset while it was read: a failure for any GPU check."""
+def lost(name: str, exc: NvmlError | NvmlHung, devs: Sequence[rd.Device]) -> CheckResult | None:
+    """NVML hung, or a GPU fell off the bus or needs a reset while it was read: a failure for any GPU check."""
+    if isinstance(exc, NvmlHung):
+        return fail(name, f"NVML hung: {exc}", Remediation.RESTART_POD)
     if isinstance(exc, GpuLost):
         return fail(name, f"GPU lost while reading: {exc}", Remediation.REPLACE_NODE,
                     gpus=tuple(Gpu(d.index, d.uuid) for d in devs))

@@ -6,7 +6,7 @@ epilog the job's processes are gone (slurmd kills them before the Epilog), so an
 
 from __future__ import annotations
 
-from slurmpod.nvml import NvmlError
+from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
 from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, lost, per_gpu, session
@@ -34,7 +34,7 @@ def run(env: CheckEnv) -> CheckResult:
         devs = tuple(d for d in devs if d.index in env.job.gpus)
     try:
         readings = per_gpu(nv, devs, rd.usage)
-    except NvmlError as exc:
+    except (NvmlError, NvmlHung) as exc:
         return lost(NAME, exc, devs) or fail(NAME, str(exc))
     return judge(readings, env.limits(devs[0].name if devs else ""))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from slurmpod.nvml import NvmlError
+from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
 from slurmpod.prolog_epilog.checks.gpu import lost, per_gpu, session
@@ -50,7 +50,7 @@ def run(env: CheckEnv) -> CheckResult:
     nv, devs = got
     try:
         readings = per_gpu(nv, devs, rd.nvlinks)
-    except NvmlError as exc:
+    except (NvmlError, NvmlHung) as exc:
         return lost(NAME, exc, devs) or fail(NAME, str(exc))
     before = {k: int(v) for k, v in env.state.read(STATE_KEY).items() if isinstance(v, int)}
     result = judge(readings, before, env.limits(devs[0].name if devs else ""))

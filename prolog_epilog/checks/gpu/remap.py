@@ -5,7 +5,7 @@ Ref: https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html#row-remap
 
 from __future__ import annotations
 
-from slurmpod.nvml import NvmlError
+from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
 from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, lost, per_gpu, session
@@ -36,7 +36,7 @@ def run(env: CheckEnv) -> CheckResult:
     nv, devs = got
     try:
         return judge(per_gpu(nv, devs, rd.remapped_rows))
-    except NvmlError as exc:
+    except (NvmlError, NvmlHung) as exc:
         return lost(NAME, exc, devs) or fail(NAME, str(exc))
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from slurmpod.nvml import Nvml, NvmlError
+from slurmpod.nvml import Nvml, NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog import xid_catalog
 from slurmpod.prolog_epilog.check import Check, CheckEnv
@@ -106,6 +106,8 @@ def run(env: CheckEnv) -> CheckResult:
     try:
         events = list(rd.xid_events(nv, devs))
         bus = {_bus(nv, d): d.index for d in devs}
+    except NvmlHung as exc:
+        return CheckResult(NAME, Status.FAIL, f"NVML hung: {exc}", Remediation.RESTART_POD)
     except NvmlError as exc:
         return CheckResult(NAME, Status.FAIL, f"XID events unreadable: {exc}", Remediation.DRAIN)
     state = env.state.read(STATE_KEY)
