@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from slurmpod.errors import BadInput
 from slurmpod.problems import Problems, join
 from slurmpod.prolog_epilog.result import Context
@@ -232,6 +230,8 @@ def load(path: Path | None, known_checks: set[str]) -> Config:
     """The config at ``path``; the defaults when there is none (no file is not an error)."""
     if path is None or not path.exists():
         return Config()
+    import yaml  # noqa: PLC0415 - tens of ms on a loaded node: only when there is a file to read
+
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
