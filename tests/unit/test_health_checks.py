@@ -208,3 +208,25 @@ def test_an_xid_is_reported_once(libs: Path, tmp_path: Path) -> None:
                            env=_env(libs, FAKE_NVML_STATE=str(tmp_path / "state"), SLURMPOD_AUTH="slurm"))
     assert _result(first, "xid")["status"] == "fail"
     assert _result(json.loads(again.stdout), "xid")["status"] == "ok"
+
+
+# What Slurm's gpu/nvml plugin calls for AutoDetect=nvml (src/plugins/gpu/nvml/gpu_nvml.c), under the
+# names nvml.h maps them to: the worker image's fake must resolve every one.
+SLURM_GPU_NVML_CALLS = (
+    "nvmlInit_v2", "nvmlShutdown", "nvmlErrorString", "nvmlSystemGetDriverVersion", "nvmlSystemGetNVMLVersion",
+    "nvmlDeviceGetCount_v2", "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName", "nvmlDeviceGetUUID",
+    "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMinorNumber", "nvmlDeviceGetCpuAffinity", "nvmlDeviceGetNvLinkState",
+    "nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetSupportedMemoryClocks", "nvmlDeviceGetSupportedGraphicsClocks",
+    "nvmlDeviceGetApplicationsClock", "nvmlDeviceSetApplicationsClocks", "nvmlDeviceResetApplicationsClocks",
+    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetUtilizationRates",
+)
+
+
+def test_fake_nvml_exports_what_slurm_gpu_nvml_calls(libs: Path) -> None:
+    import ctypes
+
+    lib = ctypes.CDLL(str(libs / "libnvidia-ml.so.1"))
+    missing = [name for name in SLURM_GPU_NVML_CALLS if not hasattr(lib, name)]
+    assert missing == []

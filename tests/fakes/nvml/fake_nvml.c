@@ -487,3 +487,36 @@ nvmlReturn_t nvmlDeviceSetApplicationsClocks(struct fake_device *d, unsigned int
 nvmlReturn_t nvmlDeviceResetApplicationsClocks(struct fake_device *d) {
     ENTER("nvmlDeviceResetApplicationsClocks"); DEVICE(d); return NVML_SUCCESS;
 }
+/* gpu/nvml's MIG path (reached only when GetMigMode says enabled, which it never does here) and the
+ * unversioned names nvml.h maps to versioned ones; present so a plugin bound with RTLD_NOW resolves. */
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(struct fake_device *d, unsigned int link, fake_pci_t *pci) {
+    return nvmlDeviceGetNvLinkRemotePciInfo_v2(d, link, pci);
+}
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(struct fake_device *d, unsigned int i, struct fake_device **mig) {
+    ENTER("nvmlDeviceGetMigDeviceHandleByIndex"); DEVICE(d); (void)i; (void)mig;
+    return NVML_ERROR_NOT_FOUND;
+}
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(struct fake_device *d, unsigned int *id) {
+    ENTER("nvmlDeviceGetGpuInstanceId"); DEVICE(d); (void)id; return NVML_ERROR_NOT_SUPPORTED;
+}
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(struct fake_device *d, unsigned int *id) {
+    ENTER("nvmlDeviceGetComputeInstanceId"); DEVICE(d); (void)id; return NVML_ERROR_NOT_SUPPORTED;
+}
+nvmlReturn_t nvmlDeviceGetAttributes_v2(struct fake_device *d, void *attributes) {
+    ENTER("nvmlDeviceGetAttributes"); DEVICE(d); (void)attributes; return NVML_ERROR_NOT_SUPPORTED;
+}
+/* acct_gather_energy/gpu and gpu usage sampling: energy in mJ since driver load, utilization in percent. */
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(struct fake_device *d, unsigned long long *mj) {
+    ENTER("nvmlDeviceGetTotalEnergyConsumption"); DEVICE(d);
+    if (!mj) return NVML_ERROR_INVALID_ARGUMENT;
+    *mj = gpu_num(d->index, "energy_mj", 1000000ULL);
+    return NVML_SUCCESS;
+}
+typedef struct { unsigned int gpu, memory; } fake_utilization_t;
+nvmlReturn_t nvmlDeviceGetUtilizationRates(struct fake_device *d, fake_utilization_t *u) {
+    ENTER("nvmlDeviceGetUtilizationRates"); DEVICE(d);
+    if (!u) return NVML_ERROR_INVALID_ARGUMENT;
+    u->gpu = (unsigned int)gpu_num(d->index, "util.gpu", 0);
+    u->memory = (unsigned int)gpu_num(d->index, "util.memory", 0);
+    return NVML_SUCCESS;
+}
