@@ -55,6 +55,8 @@ MEM_AVAILABLE_MIN_FRACTION = 0.9
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologEpilogTimeout
 DEFAULT_DEADLINES = {Context.PROLOG: 20.0, Context.EPILOG: 30.0, Context.PERIODIC: 90.0, Context.STARTUP: 120.0}
 CLEAN_RUNS_TO_UNDRAIN = 3
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AuthType (auth/munge, auth/slurm)
+AUTH_TYPES = ("munge", "slurm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,10 @@ class Config:
     scratch_dir: str = "/tmp"
     required_mounts: tuple[str, ...] = ()
     kernel_log: str = "/dev/kmsg"
+    # Slurm's auth plugin and the node's RealMemory: the pod knows them from its env, but slurmd starts
+    # the Prolog/Epilog/HealthCheckProgram with an environment of its own, so the pod writes them here.
+    auth: str | None = None
+    real_memory_mib: int | None = None
 
     def settings(self, check: str) -> CheckSettings:
         return self.checks.get(check, CheckSettings())
@@ -119,7 +125,7 @@ class Config:
 
 
 _TOP = {"deadline", "expected_gpus", "clean_runs_to_undrain", "checks", "thresholds", "models", "scratch_dir",
-        "required_mounts", "kernel_log"}
+        "required_mounts", "kernel_log", "auth", "real_memory_mib"}
 _CHECK_KEYS = {"enabled", "timeout", "skippable", "contexts"}
 
 
@@ -221,9 +227,14 @@ def parse(raw: Any, known_checks: set[str]) -> Config:
     kernel_log = doc.get("kernel_log", "/dev/kmsg")
     p.check(isinstance(kernel_log, str) and kernel_log.startswith("/"), "kernel_log", kernel_log,
             "must be an absolute path")
+    auth = doc.get("auth")
+    p.check(auth is None or auth in AUTH_TYPES, "auth", auth, f"must be one of {', '.join(AUTH_TYPES)}")
+    real_memory = doc.get("real_memory_mib")
+    if real_memory is not None:
+        real_memory = p.typed("real_memory_mib", real_memory, int, "a whole number of MiB")
     p.raise_if_any()
     return Config(deadlines, expected, int(clean or CLEAN_RUNS_TO_UNDRAIN), checks, thresholds, tuple(models),
-                  str(scratch), tuple(str(m) for m in mounts), str(kernel_log))
+                  str(scratch), tuple(str(m) for m in mounts), str(kernel_log), auth, real_memory)
 
 
 def load(path: Path | None, known_checks: set[str]) -> Config:

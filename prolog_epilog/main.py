@@ -135,7 +135,8 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
         context=s.context, config=cfg, job=the_job, state=state, gpus=gpus, runner=run_cmd or LocalRunner(),
         libraries=libraries(planned),
         expected_gpus=cfg.expected_gpus if cfg.expected_gpus is not None else s.expected_gpus,
-        auth=s.auth, real_memory_mib=s.real_memory_mib,
+        auth=cfg.auth if cfg.auth is not None else s.auth,
+        real_memory_mib=cfg.real_memory_mib if cfg.real_memory_mib is not None else s.real_memory_mib,
     )
     try:
         results = runner.run(planned, check_env, deadline, clock)
@@ -163,7 +164,12 @@ def _print(report: Report, as_json: bool) -> None:
 
 
 def _hook(context: Context) -> int:
-    """What Slurm runs: no arguments, the SLURM_* environment, findings on stderr (slurmd logs it)."""
+    """What Slurm runs: no arguments, the SLURM_* environment, findings on stderr (slurmd logs it).
+
+    slurmd starts hooks without a search path (Ref: https://slurm.schedmd.com/prolog_epilog.html), so
+    scontrol and munge are found through HOOK_PATH.
+    """
+    os.environ.setdefault("PATH", wk.HOOK_PATH)
     env = dict(os.environ)
     report = execute(settings_from(env, context, act=True), env, slurm=CliSlurmClient())
     for r in report.results:

@@ -271,5 +271,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+# Slurm's Prolog=, Epilog= and HealthCheckProgram= take a path and no arguments: one program each.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Prolog
+def prolog_main() -> int:
+    return main(["prolog"])
+
+
+def epilog_main() -> int:
+    return main(["epilog"])
+
+
+def healthcheck_main() -> int:
+    return main(["healthcheck"])
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -157,3 +157,7 @@ HEALTH_METRICS_DIR = "/var/lib/node_exporter/textfile_collector"
 CUDART_LIBRARY = "libcudart.so"  # Ref: https://docs.nvidia.com/cuda/cuda-runtime-api/
 NCCL_LIBRARY = "libnccl.so.2"  # Ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
 KERNEL_LOG = "/dev/kmsg"  # Ref: https://www.kernel.org/doc/Documentation/ABI/testing/dev-kmsg
+# slurmd runs Prolog/Epilog/HealthCheckProgram with no search path; the hooks set this one.
+HOOK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MUNGE_BIN = "/usr/bin/munge"  # Debian's munge package
+UNMUNGE_BIN = "/usr/bin/unmunge"

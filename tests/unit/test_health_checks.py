@@ -230,3 +230,21 @@ def test_fake_nvml_exports_what_slurm_gpu_nvml_calls(libs: Path) -> None:
     lib = ctypes.CDLL(str(libs / "libnvidia-ml.so.1"))
     missing = [name for name in SLURM_GPU_NVML_CALLS if not hasattr(lib, name)]
     assert missing == []
+
+
+@pytest.mark.parametrize(("state", "code", "stderr"), [
+    ("gpus=8", 0, ""),
+    ("gpus=8\ngpu.1.remap.pending=1", 1, "slurmpod prolog: fail: remap: row remap pending: GPU 1 needs a reset"),
+], ids=["healthy", "remap-pending"])
+def test_prolog_program_as_slurmd_starts_it(libs: Path, tmp_path: Path, state: str, code: int, stderr: str) -> None:
+    # slurmd's environment for a Prolog: SLURM_* and no PATH; the program takes no arguments.
+    cfg = tmp_path / "health.yaml"
+    cfg.write_text(f"kernel_log: {tmp_path / 'kmsg'}\nexpected_gpus: 8\n", encoding="utf-8")
+    env = {"SLURM_JOB_ID": "41", "SLURM_JOB_GPUS": "0,1", "SLURMD_NODENAME": "gpu-0", "LD_LIBRARY_PATH": str(libs),
+           "FAKE_NVML_STATE": str(write_state(tmp_path / "state", state)), "SLURMPOD_HEALTH_CONFIG": str(cfg),
+           "SLURMPOD_HEALTH_STATE_DIR": str(tmp_path / "sd"), "SLURMPOD_HEALTH_METRICS_DIR": str(tmp_path / "m")}
+    proc = subprocess.run([str(Path(sys.executable).with_name("slurmpod-prolog"))], capture_output=True, text=True,
+                          env=env, timeout=60, check=False)
+    assert proc.returncode == code, proc.stderr
+    assert stderr in proc.stderr
+    assert (tmp_path / "m" / "slurmpod_health_prolog.prom").exists()

@@ -29,9 +29,10 @@ KNOWN = registry.names()
      "models[0].thresholds.allreduce_busbw_min_gbps"),
     ({"clean_runs_to_undrain": 0}, "clean_runs_to_undrain"),
     ({"required_mounts": ["home"]}, "required_mounts[0]"),
+    ({"auth": "kerberos"}, "auth"),
 ], ids=["unknown-top", "negative-deadline", "unknown-context", "unknown-check", "timeout-not-number",
         "context-in-list", "typo-in-check", "threshold-type", "threshold-typo", "empty-match", "negative-floor",
-        "zero-clean-runs", "relative-mount"])
+        "zero-clean-runs", "relative-mount", "unknown-auth"])
 def test_errors_name_the_key(doc: dict[str, Any], field: str) -> None:
     with pytest.raises(BadInput) as err:
         config.parse(doc, KNOWN)

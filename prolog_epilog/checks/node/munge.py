@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from slurmpod import well_known as wk
 from slurmpod.commands import Result
 from slurmpod.errors import SlurmpodError
 from slurmpod.prolog_epilog.check import Check, CheckEnv
@@ -34,8 +35,8 @@ def run(env: CheckEnv) -> CheckResult:
     with tempfile.TemporaryDirectory(prefix="slurmpod-munge-") as tmp:
         cred = str(Path(tmp) / "cred")
         try:
-            encode = env.runner(["munge", "-n", "-o", cred], STEP_TIMEOUT)
-            decode = env.runner(["unmunge", "-i", cred], STEP_TIMEOUT) if encode.returncode == 0 else None
+            encode = env.runner([wk.MUNGE_BIN, "-n", "-o", cred], STEP_TIMEOUT)
+            decode = env.runner([wk.UNMUNGE_BIN, "-i", cred], STEP_TIMEOUT) if encode.returncode == 0 else None
         except SlurmpodError as exc:
             return fail(NAME, str(exc), Remediation.RESTART_POD)
     return judge(encode, decode)
