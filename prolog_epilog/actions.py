@@ -9,7 +9,9 @@
   DRAIN flag (slurmctld has been seen to drop it when a pod of the same name re-registers).
 - Prolog and epilog make no Slurm RPC when healthy. On a failure they drain first, with our reason,
   then exit non-zero: Slurm then requeues the job (prolog) and would drain the node anyway, but with
-  a generic reason ("Prolog error"); ours says what broke.
+  a generic reason ("Prolog error"); ours says what broke, and it stays: slurmctld's drain_nodes()
+  leaves a node that is already DRAIN alone (src/slurmctld/node_mgr.c, "state already changed").
+  When our drain RPC fails, the node ends up drained as "Prolog error", which is not ours to lift.
   Ref: https://slurm.schedmd.com/prolog_epilog.html#failure_handling
 - Startup runs before slurmd registers: there is no node to drain yet; it only reports (exit code).
 """
