@@ -26,8 +26,9 @@ from slurmpod.errors import BadInput
 from slurmpod.problems import Problems, join
 from slurmpod.prolog_epilog.result import Context
 
-# Ref: https://docs.nvidia.com/deploy/dynamic-page-retirement/ (a GPU with 60 or more retired pages is
-# eligible for replacement; DCGM's DCGM_LIMIT_MAX_RETIRED_PAGES is 60)
+# DCGM fails a GPU whose SBE + DBE retired pages reach DCGM_LIMIT_MAX_RETIRED_PAGES: 60 (newer releases
+# 63, "to match the field diag"). Ref: DCGM dcgm_gpu_hardware_limits.h;
+# https://docs.nvidia.com/deploy/dynamic-page-retirement/ (XID 48/63/64, nvmlDeviceGetRetiredPages)
 RETIRED_PAGES_MAX = 60
 # Ref: https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/ (an uncorrectable error is contained by
 # row remapping and needs a GPU reset; DCGM's health check fails on any volatile DBE)
