@@ -99,3 +99,22 @@ def test_metrics_written_atomically_whole(tmp_path: Path) -> None:
     path = metrics.write(tmp_path, Context.PERIODIC, "a 1\n")
     assert path.read_text(encoding="utf-8") == "a 1\n"
     assert [p.name for p in tmp_path.iterdir()] == ["slurmpod_health_periodic.prom"]
+
+
+def test_xid_catalog_is_generated_from_its_csv() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "scripts" / "gen_xid_catalog.py"), "--check"], timeout=60,
+                          check=False)
+    assert proc.returncode == 0, "prolog_epilog/xid_catalog.py is stale: run scripts/gen_xid_catalog.py"
+
+
+@pytest.mark.parametrize(("code", "severity"), [(48, "fatal"), (79, "fatal"), (119, "fatal"), (94, "warn"),
+                                                (13, "warn"), (9999, "warn")],
+                         ids=["48", "79", "119", "94", "13", "unknown"])
+def test_xid_classes(code: int, severity: str) -> None:
+    from slurmpod.prolog_epilog import xid_catalog
+
+    assert xid_catalog.classify(code).severity.value == severity
