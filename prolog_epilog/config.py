@@ -52,9 +52,11 @@ DISK_FREE_MIN_GIB = 1.0  # "/" : enough for logs and Slurm's spool
 SCRATCH_FREE_MIN_GIB = 10.0
 # MemAvailable at least this share of the node's RealMemory. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_RealMemory
 MEM_AVAILABLE_MIN_FRACTION = 0.9
-# Slurm kills a Prolog/Epilog past PrologEpilogTimeout; our deadline must end well before it.
-# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologEpilogTimeout
-DEFAULT_DEADLINES = {Context.PROLOG: 20.0, Context.EPILOG: 30.0, Context.PERIODIC: 90.0, Context.STARTUP: 120.0}
+# Slurm kills a Prolog/Epilog past PrologEpilogTimeout, and a HealthCheckProgram that has not ended
+# within 60 s; each deadline ends well before. (slurmd also runs HealthCheckProgram once at start, before
+# it registers.) Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologEpilogTimeout
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckProgram
+DEFAULT_DEADLINES = {Context.PROLOG: 20.0, Context.EPILOG: 30.0, Context.PERIODIC: 50.0, Context.STARTUP: 120.0}
 CLEAN_RUNS_TO_UNDRAIN = 3
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AuthType (auth/munge, auth/slurm)
 AUTH_TYPES = ("munge", "slurm")

@@ -46,5 +46,5 @@ def run(env: CheckEnv) -> CheckResult:
     return judge(result, limits)
 
 
-CHECK = Check(NAME, frozenset({Context.PERIODIC}), run, timeout=60.0, skippable=True,
+CHECK = Check(NAME, frozenset({Context.PERIODIC}), run, timeout=30.0, skippable=True,
               description="NCCL all-reduce bus bandwidth")
