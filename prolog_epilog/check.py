@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,13 +82,10 @@ class CheckEnv:
     real_memory_mib: int = 0
     meminfo: Path = Path("/proc/meminfo")
     mounts: Path = Path("/proc/self/mounts")
-    _limits: dict[str, Thresholds] = field(default_factory=dict)
 
     def limits(self, gpu_name: str = "") -> Thresholds:
         """Thresholds for this GPU model (the config's model rules)."""
-        if gpu_name not in self._limits:
-            self._limits[gpu_name] = self.config.thresholds_for(gpu_name)
-        return self._limits[gpu_name]
+        return self.config.thresholds_for(gpu_name)
 
 
 @dataclass(frozen=True, slots=True)
