@@ -30,6 +30,10 @@ CASES: dict[str, tuple[str, str, dict[str, str], str, str, str]] = {
     "xid-119": ("prolog", "xid=5:119", {}, "xid", "fail", "XID 119 (GSP RPC timeout)"),
     "xid-in-epilog-names-the-job": ("epilog", "xid=3:79", {"SLURM_JOB_ID": "77", "SLURM_JOB_GPUS": "2,3"},
                                     "xid", "fail", "during job 77 on its GPU(s) 3"),
+    "xid-in-epilog-without-gpu-list": ("epilog", "xid=6:48", {"SLURM_JOB_ID": "78"}, "xid", "fail",
+                                       "XID 48 (double-bit ECC error (DBE)) on GPU 6; during job 78"),
+    "xid-on-another-gpu-is-not-the-jobs": ("epilog", "xid=6:48", {"SLURM_JOB_ID": "79", "SLURM_JOB_GPUS": "0"},
+                                           "xid", "fail", "on GPU 6"),
     "xid-from-kernel-log": ("periodic", "", {}, "xid", "fail", "XID 79 (GPU has fallen off the bus) on GPU 2"),
     "ecc-uncorrectable": ("prolog", "gpu.2.ecc.volatile.uncorrected=1", {}, "ecc", "fail", "GPU 2 1 DBE"),
     "ecc-correctable-over-limit": ("periodic", "gpu.4.ecc.volatile.corrected=20000", {}, "ecc", "warn",
@@ -248,3 +252,9 @@ def test_prolog_program_as_slurmd_starts_it(libs: Path, tmp_path: Path, state: s
     assert proc.returncode == code, proc.stderr
     assert stderr in proc.stderr
     assert (tmp_path / "m" / "slurmpod_health_prolog.prom").exists()
+
+
+def test_an_xid_on_a_gpu_the_job_did_not_have_is_not_blamed_on_it(table: dict[str, Any]) -> None:
+    result = _result(table["xid-on-another-gpu-is-not-the-jobs"], "xid")
+    assert "during job" not in result["reason"]
+    assert [g["index"] for g in result["gpus"]] == [6]

@@ -92,6 +92,8 @@ def judge(events: Sequence[tuple[int, int]], devs: Sequence[rd.Device], job: Job
         mine = sorted({g for g, _ in chosen if g in job.gpus})
         if mine:
             text += f"; during job {job.job_id} on its GPU(s) {','.join(map(str, mine))}"
+        elif not job.gpus:  # no GPU list in this epilog's environment: the job is all we know
+            text += f"; during job {job.job_id}"
     if fatal:
         worst = max((x.remediation for _, x in fatal), key=list(Remediation).index)
         return CheckResult(NAME, Status.FAIL, text, worst, gpus=gpus, values=values)
