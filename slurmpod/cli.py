@@ -235,6 +235,28 @@ def _policy_commands(sub: Any, t: Twins) -> None:
     _opt(check, t, "--policy", env=wk.ENV_POLICY, default=wk.POLICY_FILE, help="the policy YAML")
     _opt(check, t, "--job", env="SLURMPOD_POLICY_JOB", required=True, help="the job as JSON (a file, or - for stdin)")
     check.set_defaults(handler=_lazy("slurmpod.slurm_plugins.check_cli"))
+def _health_commands(sub: Any, t: Twins) -> None:
+    """Node health: what Slurm runs as Prolog, Epilog and HealthCheckProgram, and the same checks on demand."""
+    check = sub.add_parser("check", help="node health checks")
+    csub = check.add_subparsers(dest="check_command", required=True)
+    run = csub.add_parser("run", help="run the health checks of one context and print the results")
+    _opt(run, t, "--context", env="SLURMPOD_CHECK_CONTEXT", required=True,
+         choices=["prolog", "epilog", "periodic", "startup"], help="which checks: those of this context")
+    _opt(run, t, "--json", env="SLURMPOD_CHECK_JSON", action="store_true", help="print the results as JSON")
+    _opt(run, t, "--act", env="SLURMPOD_CHECK_ACT", action="store_true",
+         help="drain or resume this node as the hooks would (default: only report)")
+    _opt(run, t, "--config", env=wk.ENV_HEALTH_CONFIG, default=None, help="the health config YAML")
+    _opt(run, t, "--state-dir", env=wk.ENV_HEALTH_STATE_DIR, default=None,
+         help="where counters are kept between runs")
+    _opt(run, t, "--metrics-dir", env=wk.ENV_HEALTH_METRICS_DIR, default=None,
+         help="node-exporter textfile dir for the metrics")
+    run.set_defaults(handler=_lazy("slurmpod.prolog_epilog.main", "check_run"))
+    for name, func, text in (
+        ("prolog", "prolog", "Slurm Prolog: health checks before a job; exit 1 drains and requeues"),
+        ("epilog", "epilog", "Slurm Epilog: health checks after a job"),
+        ("healthcheck", "healthcheck", "Slurm HealthCheckProgram: periodic checks, drain and undrain"),
+    ):
+        sub.add_parser(name, help=text).set_defaults(handler=_lazy("slurmpod.prolog_epilog.main", func))
 
 
 def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.ArgumentParser, Twins]:
@@ -248,6 +270,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.Arg
     _pod_commands(sub, twins)
     _topology_commands(sub, twins)
     _policy_commands(sub, twins)
+    _health_commands(sub, twins)
     return parser, twins
 
 
@@ -279,6 +302,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(errors.PermanentError(f"{exc.strerror or exc}{where}"), "")
     except KeyboardInterrupt:
         return 130
+
+
+# Slurm's Prolog=, Epilog= and HealthCheckProgram= take a path and no arguments: one program each.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Prolog
+def prolog_main() -> int:
+    return main(["prolog"])
+
+
+def epilog_main() -> int:
+    return main(["epilog"])
+
+
+def healthcheck_main() -> int:
+    return main(["healthcheck"])
 
 
 if __name__ == "__main__":

@@ -189,9 +189,12 @@ def cpu_ids(words: list[int], word_bits: int = 64) -> tuple[int, ...]:
 
 
 @contextmanager
-def session(library: ctypes.CDLL | None = None, *, call_timeout: float = DEFAULT_CALL_TIMEOUT) -> Iterator[Nvml]:
+def session(library: ctypes.CDLL | None = None, *, call_timeout: float = DEFAULT_CALL_TIMEOUT,
+            init_timeout: float | None = None) -> Iterator[Nvml]:
     """nvmlInit on ``library`` (default: open libnvidia-ml.so.1), yield the adapter, nvmlShutdown.
 
+    ``init_timeout`` (default: ``call_timeout``) bounds nvmlInit alone, which may take seconds where
+    every later call takes milliseconds.
     Raises NvmlAbsent without a library, NvmlError when init fails, NvmlHung when init hangs.
     """
     lib = library if library is not None else open_library()
@@ -201,7 +204,7 @@ def session(library: ctypes.CDLL | None = None, *, call_timeout: float = DEFAULT
     if pynvml.nvmlLib is None:
         pynvml.nvmlLib = lib
     nv = Nvml(pynvml, _Worker(), call_timeout)
-    nv.call("nvmlInit")
+    nv.call("nvmlInit", timeout=init_timeout)
     try:
         yield nv
     finally:

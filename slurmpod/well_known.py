@@ -186,3 +186,32 @@ POLICY_OPT_OUT_TOKEN = "slurmpod:no-topology"
 # The plugin: JobSubmitPlugins=slurmpod loads <PluginDir>/job_submit_slurmpod.so.
 PLUGIN_TYPE = "job_submit/slurmpod"
 PLUGIN_FILE = "job_submit_slurmpod.so"
+# --- Node health (prolog_epilog): what Slurm gives the hooks, what slurmpod reads and writes ---
+# Set by slurmd in the Prolog/Epilog environment. Ref: https://slurm.schedmd.com/prolog_epilog.html
+ENV_SLURM_JOB_ID = "SLURM_JOB_ID"
+ENV_SLURM_JOB_GPUS = "SLURM_JOB_GPUS"  # the job's GPU indices on this node
+ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+# From the job credential (src/slurmd/slurmd/req.c builds the prolog environment): the job's
+# --comment and --extra, where a job may carry HEALTH_SKIP_TAG.
+ENV_SLURM_JOB_COMMENT = "SLURM_JOB_COMMENT"
+ENV_SLURM_JOB_EXTRA = "SLURM_JOB_EXTRA"
+ENV_SLURMD_NODENAME = "SLURMD_NODENAME"  # set by slurmd for Prolog/Epilog: this node's Slurm name
+# Set by users in a job's --comment/--extra: "slurmpod:skip=nvlink,xid" skips those skippable checks.
+HEALTH_SKIP_TAG = "slurmpod:skip"
+# Set by deploy/ (or the cluster spec) on worker pods.
+ENV_HEALTH_CONFIG = "SLURMPOD_HEALTH_CONFIG"  # the health config YAML (ConfigMap mount)
+ENV_HEALTH_STATE_DIR = "SLURMPOD_HEALTH_STATE_DIR"  # kept between runs; an emptyDir is enough
+ENV_HEALTH_METRICS_DIR = "SLURMPOD_HEALTH_METRICS_DIR"  # node-exporter's textfile collector dir
+ENV_EXPECTED_GPUS = "SLURMPOD_EXPECTED_GPUS"  # resourceFieldRef limits."nvidia.com/gpu"
+ENV_REAL_MEMORY = "SLURMPOD_REAL_MEMORY"  # the RealMemory (MiB) this worker registers with
+HEALTH_CONFIG = "/etc/slurmpod/health.yaml"
+HEALTH_STATE_DIR = "/var/lib/slurmpod/health"
+# Ref: https://github.com/prometheus/node_exporter#textfile-collector
+HEALTH_METRICS_DIR = "/var/lib/node_exporter/textfile_collector"
+CUDART_LIBRARY = "libcudart.so"  # Ref: https://docs.nvidia.com/cuda/cuda-runtime-api/
+NCCL_LIBRARY = "libnccl.so.2"  # Ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
+KERNEL_LOG = "/dev/kmsg"  # Ref: https://www.kernel.org/doc/Documentation/ABI/testing/dev-kmsg
+# slurmd runs Prolog/Epilog/HealthCheckProgram with no search path; the hooks set this one.
+HOOK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+MUNGE_BIN = "/usr/bin/munge"  # Debian's munge package
+UNMUNGE_BIN = "/usr/bin/unmunge"

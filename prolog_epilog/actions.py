@@ -1,0 +1,91 @@
+"""What a run does about its findings in Slurm: drain, lift, re-assert — only by the ``reasons`` rules.
+
+- A failure drains with ``reasons.health(check, detail)``.
+- A node someone else drained (an admin, another tool) is never touched: not re-drained with our
+  reason, never resumed.
+- The periodic run lifts a drain only when a health check set it, and only after
+  ``clean_runs_to_undrain`` clean periodic runs in a row (counted in the state dir).
+- The periodic run re-asserts a drain it owns: when our failure persists but the node has lost its
+  DRAIN flag (slurmctld has been seen to drop it when a pod of the same name re-registers).
+- Prolog and epilog make no Slurm RPC when healthy. On a failure they drain first, with our reason,
+  then exit non-zero: Slurm then requeues the job (prolog) and would drain the node anyway, but with
+  a generic reason ("Prolog error"); ours says what broke, and it stays: slurmctld's drain_nodes()
+  leaves a node that is already DRAIN alone (src/slurmctld/node_mgr.c, "state already changed").
+  When our drain RPC fails, the node ends up drained as "Prolog error", which is not ours to lift.
+  Ref: https://slurm.schedmd.com/prolog_epilog.html#failure_handling
+- Startup runs before slurmd registers: there is no node to drain yet; it only reports (exit code).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Sequence
+
+from slurmpod import reasons
+from slurmpod.errors import SlurmpodError
+from slurmpod.prolog_epilog.result import CheckResult, Context
+from slurmpod.prolog_epilog.runner import first_failure
+from slurmpod.prolog_epilog.state import StateDir
+from slurmpod.slurm import SlurmClient
+
+log = logging.getLogger(__name__)
+STATE_KEY = "actions"
+RPC_TIMEOUT = 5.0  # seconds per scontrol call from a hook
+
+
+class Action(enum.Enum):
+    NONE = "none"  # nothing to do (and no RPC on the healthy prolog/epilog path)
+    DRAINED = "drained"
+    REASSERTED = "reasserted"  # drained again: our failure persists, the DRAIN flag was lost
+    KEPT = "kept"  # already drained (by us, or by someone whose drain we leave alone)
+    COUNTING = "counting"  # clean, our drain stays until enough clean runs
+    RESUMED = "resumed"
+    FAILED = "failed"  # Slurm did not answer; the exit code still reports the failure
+
+
+def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: SlurmClient | None,
+        state: StateDir, clean_runs_to_undrain: int) -> Action:
+    failure = first_failure(results)
+    memory = state.read(STATE_KEY)
+    clean = int(memory.get("clean_runs", 0))
+    if context is Context.PERIODIC:
+        memory["clean_runs"] = 0 if failure else clean + 1
+    elif failure:
+        memory["clean_runs"] = 0
+    state.write(STATE_KEY, memory)
+    if context is Context.STARTUP or slurm is None or not node:
+        return Action.NONE
+    if failure is None and context is not Context.PERIODIC:
+        return Action.NONE  # Ref: the healthy prolog path makes no RPC (issue 7)
+    try:
+        current = slurm.node(node, timeout=RPC_TIMEOUT)
+        if current is None:
+            log.warning("node has no Slurm record; nothing to drain: node=%s", node)
+            return Action.NONE
+        owner = reasons.owner(current.reason)
+        if failure is not None:
+            if current.drained or (current.held and owner is reasons.Owner.OTHER):
+                return Action.KEPT  # ours already, or someone else's: never overwritten
+            reason = reasons.health(failure.check, failure.reason)
+            slurm.drain(node, reason, timeout=RPC_TIMEOUT)
+            reasserted = memory.get("drained_reason") is not None and context is Context.PERIODIC
+            memory["drained_reason"] = reason
+            state.write(STATE_KEY, memory)
+            log.warning("drained: node=%s reason=%r", node, reason)
+            return Action.REASSERTED if reasserted else Action.DRAINED
+        # periodic and clean
+        if not reasons.health_may_lift(current):
+            if memory.pop("drained_reason", None) is not None and not current.drained:
+                state.write(STATE_KEY, memory)  # our drain was lifted by someone else: forget it
+            return Action.NONE
+        if memory["clean_runs"] < clean_runs_to_undrain:
+            return Action.COUNTING
+        slurm.resume(node, timeout=RPC_TIMEOUT)
+        memory.pop("drained_reason", None)
+        state.write(STATE_KEY, memory)
+        log.warning("resumed after %d clean runs: node=%s", memory["clean_runs"], node)
+        return Action.RESUMED
+    except SlurmpodError as exc:
+        log.error("Slurm did not take the action: node=%s error=%s", node, exc)
+        return Action.FAILED

@@ -1,0 +1,199 @@
+"""The commands Slurm calls (prolog, epilog, healthcheck) and `check run`: settings from env and flags,
+one run, the actions, metrics, and an exit code (0 healthy or warnings only, 1 a failure).
+
+Ref: https://slurm.schedmd.com/prolog_epilog.html ; https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckProgram
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurmpod import nvml
+from slurmpod import well_known as wk
+from slurmpod.commands import LocalRunner, Runner
+from slurmpod.errors import BadInput, Problem
+from slurmpod.prolog_epilog import actions, config, job, metrics, registry, runner
+from slurmpod.prolog_epilog.check import Check, CheckEnv, GpuSource
+from slurmpod.prolog_epilog.cudalib import GpuLibraries, LibraryAbsent
+from slurmpod.prolog_epilog.result import CheckResult, Context, Status, worst
+from slurmpod.prolog_epilog.state import StateDir
+from slurmpod.slurm import CliSlurmClient, SlurmClient
+from slurmpod.timing import Clock, Deadline, SystemClock
+
+log = logging.getLogger(__name__)
+NEEDS_CUDA = frozenset({"cuda-memory", "nccl-allreduce"})
+NVML_CALL_TIMEOUT = 2.0  # seconds for one NVML query (they take micro- to milliseconds when healthy)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    context: Context
+    config_path: Path
+    state_dir: Path
+    metrics_dir: Path | None
+    node: str
+    expected_gpus: int | None
+    auth: str
+    real_memory_mib: int
+    act: bool
+
+
+def _int(env: Mapping[str, str], name: str, problems: list[Problem]) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        problems.append(Problem(name, raw, "must be a whole number"))
+        return None
+    return int(raw)
+
+
+def settings_from(env: Mapping[str, str], context: Context, *, act: bool, config_path: str | None = None,
+                  state_dir: str | None = None, metrics_dir: str | None = None) -> Settings:
+    problems: list[Problem] = []
+    expected = _int(env, wk.ENV_EXPECTED_GPUS, problems)
+    real_memory = _int(env, wk.ENV_REAL_MEMORY, problems)
+    if problems:
+        raise BadInput(problems)
+    metrics_raw = metrics_dir if metrics_dir is not None else env.get(wk.ENV_HEALTH_METRICS_DIR, wk.HEALTH_METRICS_DIR)
+    node = env.get(wk.ENV_SLURMD_NODENAME) or env.get(wk.ENV_POD_NAME) or socket.gethostname()
+    return Settings(
+        context=context,
+        config_path=Path(config_path or env.get(wk.ENV_HEALTH_CONFIG, wk.HEALTH_CONFIG)),
+        state_dir=Path(state_dir or env.get(wk.ENV_HEALTH_STATE_DIR, wk.HEALTH_STATE_DIR)),
+        metrics_dir=Path(metrics_raw) if metrics_raw else None,
+        node=node,
+        expected_gpus=expected,
+        auth=env.get(wk.ENV_AUTH, ""),
+        real_memory_mib=real_memory or 0,
+        act=act,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    context: Context
+    node: str
+    job_id: int | None
+    results: tuple[CheckResult, ...]
+    action: actions.Action
+    duration: float
+
+    @property
+    def failed(self) -> bool:
+        return runner.first_failure(self.results) is not None
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "context": self.context.value,
+            "node": self.node,
+            "job_id": self.job_id,
+            "status": worst(self.results).value if not self.failed else Status.FAIL.value,
+            "action": self.action.value,
+            "duration_s": round(self.duration, 6),
+            "results": [r.to_json() for r in self.results],
+        }
+
+
+def _libraries(planned: tuple[runner.Planned, ...]) -> GpuLibraries | None:
+    if not any(p.check.name in NEEDS_CUDA and not p.skip_reason for p in planned):
+        return None
+    try:
+        return GpuLibraries()
+    except LibraryAbsent as exc:
+        log.info("%s", exc)
+        return None
+
+
+def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, clock: Clock | None = None,
+            run_cmd: Runner | None = None, checks: tuple[Check, ...] | None = None,
+            libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = _libraries) -> Report:
+    clock = clock or SystemClock()
+    start = clock.monotonic()
+    all_checks = checks if checks is not None else registry.all_checks()
+    cfg = config.load(s.config_path, {c.name for c in all_checks})
+    deadline_s = cfg.deadlines[s.context]
+    deadline = Deadline(clock, deadline_s, floor=0.1)
+    the_job = job.from_env(env)
+    planned = runner.plan(all_checks, s.context, cfg, the_job)
+    gpus = GpuSource(nvml.open_library, NVML_CALL_TIMEOUT, init_timeout=min(10.0, deadline_s / 3))
+    state = StateDir(s.state_dir)
+    check_env = CheckEnv(
+        context=s.context, config=cfg, job=the_job, state=state, gpus=gpus, runner=run_cmd or LocalRunner(),
+        libraries=libraries(planned),
+        expected_gpus=cfg.expected_gpus if cfg.expected_gpus is not None else s.expected_gpus,
+        auth=cfg.auth if cfg.auth is not None else s.auth,
+        real_memory_mib=cfg.real_memory_mib if cfg.real_memory_mib is not None else s.real_memory_mib,
+    )
+    try:
+        results = runner.run(planned, check_env, deadline, clock)
+    finally:
+        gpus.close()
+    action = actions.act(s.context, results, node=s.node, slurm=slurm if s.act else None, state=state,
+                         clean_runs_to_undrain=cfg.clean_runs_to_undrain)
+    duration = clock.monotonic() - start
+    if s.metrics_dir is not None:
+        totals = {k: int(v) for k, v in state.read("xid").get("totals", {}).items()}
+        try:
+            metrics.write(s.metrics_dir, s.context, metrics.render(s.context, results, duration, time.time(), totals))
+        except OSError as exc:  # metrics are a convenience: never fail a prolog for them
+            log.warning("metrics not written: dir=%s error=%s", s.metrics_dir, exc)
+    return Report(s.context, s.node, the_job.job_id, results, action, duration)
+
+
+def _print(report: Report, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2))
+        return
+    for r in report.results:
+        print(f"{r.status.value:7} {r.check:15} {r.duration * 1000:8.1f} ms  {r.reason}")
+    print(f"{report.context.value}: {'FAIL' if report.failed else 'ok'} ({report.action.value})")
+
+
+def _hook(context: Context) -> int:
+    """What Slurm runs: no arguments, the SLURM_* environment, findings on stderr (slurmd logs it).
+
+    slurmd starts hooks without a search path (Ref: https://slurm.schedmd.com/prolog_epilog.html), so
+    scontrol and munge are found through HOOK_PATH.
+    """
+    os.environ.setdefault("PATH", wk.HOOK_PATH)
+    env = dict(os.environ)
+    report = execute(settings_from(env, context, act=True), env, slurm=CliSlurmClient())
+    for r in report.results:
+        if r.status in {Status.FAIL, Status.WARN}:
+            print(f"slurmpod {context.value}: {r.status.value}: {r.check}: {r.reason}", file=sys.stderr)
+    return report.exit_code
+
+
+def prolog(args: argparse.Namespace) -> int:
+    return _hook(Context.PROLOG)
+
+
+def epilog(args: argparse.Namespace) -> int:
+    return _hook(Context.EPILOG)
+
+
+def healthcheck(args: argparse.Namespace) -> int:
+    return _hook(Context.PERIODIC)
+
+
+def check_run(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    s = settings_from(env, Context(args.context), act=bool(args.act), config_path=args.config,
+                      state_dir=args.state_dir, metrics_dir=args.metrics_dir)
+    report = execute(s, env, slurm=CliSlurmClient() if s.act else None)
+    _print(report, bool(args.json))
+    return report.exit_code

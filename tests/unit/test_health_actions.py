@@ -1,0 +1,118 @@
+"""Drain, undrain and re-assert over the recording Slurm fake, by the reasons module's rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakes.slurm_client import FakeSlurm
+
+from slurmpod import reasons
+from slurmpod.prolog_epilog.actions import Action, act
+from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, fail, ok, warn
+from slurmpod.prolog_epilog.state import StateDir
+
+NODE = "gpu-0"
+BAD = (ok("gpu-count"), fail("remap", "row remap pending: GPU 1 needs a reset", Remediation.RESTART_POD))
+GOOD = (ok("gpu-count"), ok("remap"))
+ADMIN = "maintenance: swap PSU (ticket 42)"
+
+
+def _run(slurm: FakeSlurm, state: StateDir, context: Context, results: tuple[CheckResult, ...], n: int = 3) -> Action:
+    return act(context, results, node=NODE, slurm=slurm, state=state, clean_runs_to_undrain=n)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StateDir:
+    return StateDir(tmp_path / "state")
+
+
+@pytest.mark.parametrize("context", [Context.PROLOG, Context.EPILOG], ids=["prolog", "epilog"])
+def test_the_healthy_hook_path_makes_no_slurm_rpc(state: StateDir, context: Context) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    assert _run(slurm, state, context, (*GOOD, warn("clocks", "slow"))) is Action.NONE
+    assert slurm.calls == []
+
+
+@pytest.mark.parametrize("context", [Context.PROLOG, Context.EPILOG, Context.PERIODIC],
+                         ids=["prolog", "epilog", "periodic"])
+def test_a_failure_drains_with_the_checks_reason(state: StateDir, context: Context) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    assert _run(slurm, state, context, BAD) is Action.DRAINED
+    node = slurm.nodes_by_name[NODE]
+    assert node.drained
+    assert node.reason == "slurmpod: remap: row remap pending: GPU 1 needs a reset"
+    assert reasons.owner(node.reason) is reasons.Owner.HEALTH
+
+
+def test_startup_never_calls_slurm(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    assert _run(slurm, state, Context.STARTUP, BAD) is Action.NONE
+    assert slurm.calls == []
+
+
+@pytest.mark.parametrize("results", [BAD, GOOD], ids=["failing", "clean"])
+def test_an_admin_drain_is_never_touched(state: StateDir, results: tuple[CheckResult, ...]) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, flags=("DYNAMIC_NORM", "DRAIN"), reason=ADMIN)
+    for _ in range(6):
+        _run(slurm, state, Context.PERIODIC, results, n=1)
+    assert slurm.nodes_by_name[NODE].reason == ADMIN
+    assert slurm.nodes_by_name[NODE].drained
+    assert slurm.called("drain") == [] and slurm.called("resume") == []
+
+
+def test_undrain_only_after_n_clean_periodic_runs(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    assert _run(slurm, state, Context.PERIODIC, BAD) is Action.DRAINED
+    assert [_run(slurm, state, Context.PERIODIC, GOOD) for _ in range(3)] == [
+        Action.COUNTING, Action.COUNTING, Action.RESUMED]
+    assert not slurm.nodes_by_name[NODE].drained
+    assert slurm.nodes_by_name[NODE].reason == ""
+
+
+def test_a_failure_in_between_restarts_the_count(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    _run(slurm, state, Context.PERIODIC, BAD)
+    _run(slurm, state, Context.PERIODIC, GOOD)
+    _run(slurm, state, Context.PERIODIC, GOOD)
+    assert _run(slurm, state, Context.PERIODIC, BAD) is Action.KEPT
+    assert [_run(slurm, state, Context.PERIODIC, GOOD) for _ in range(3)][-1] is Action.RESUMED
+
+
+def test_clean_prologs_do_not_count_toward_undrain(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    _run(slurm, state, Context.PERIODIC, BAD)
+    for _ in range(5):
+        _run(slurm, state, Context.PROLOG, GOOD)
+    assert _run(slurm, state, Context.PERIODIC, GOOD) is Action.COUNTING
+
+
+def test_the_periodic_run_reasserts_a_lost_drain(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    _run(slurm, state, Context.PERIODIC, BAD)
+    # slurmctld dropped the DRAIN flag when a pod of the same name re-registered
+    slurm.add_node(NODE)
+    assert _run(slurm, state, Context.PERIODIC, BAD) is Action.REASSERTED
+    assert slurm.nodes_by_name[NODE].drained
+    assert reasons.health_check_of(slurm.nodes_by_name[NODE].reason) == "remap"
+
+
+def test_a_warning_never_drains(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    _run(slurm, state, Context.PERIODIC, (warn("clocks", "hw_slowdown"),))
+    assert slurm.called("drain") == []
+
+
+def test_slurm_not_answering_is_reported_not_raised(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    slurm.down = True
+    assert _run(slurm, state, Context.PROLOG, BAD) is Action.FAILED
