@@ -325,7 +325,7 @@ def libpython_soname() -> str:
 
 
 def build(out: Path, include_dirs: list[str], site_dirs: list[str], verbose: bool = False) -> Path:
-    import cffi  # type: ignore[import-untyped]  # noqa: PLC0415 - a build-time dependency only
+    import cffi  # noqa: PLC0415 - a build-time dependency only
 
     ffi = cffi.FFI()
     ffi.cdef(STRUCTS)

@@ -235,6 +235,8 @@ def _policy_commands(sub: Any, t: Twins) -> None:
     _opt(check, t, "--policy", env=wk.ENV_POLICY, default=wk.POLICY_FILE, help="the policy YAML")
     _opt(check, t, "--job", env="SLURMPOD_POLICY_JOB", required=True, help="the job as JSON (a file, or - for stdin)")
     check.set_defaults(handler=_lazy("slurmpod.slurm_plugins.check_cli"))
+
+
 def _health_commands(sub: Any, t: Twins) -> None:
     """Node health: what Slurm runs as Prolog, Epilog and HealthCheckProgram, and the same checks on demand."""
     check = sub.add_parser("check", help="node health checks")
