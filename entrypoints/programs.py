@@ -99,15 +99,17 @@ def sshd() -> Program:
     return Program("sshd", _script("sshd", body), priority=30)
 
 
-def slurmpod_task(name: str, args: Sequence[str], *, restart: Literal["true", "false", "unexpected"]) -> Program:
+def slurmpod_task(name: str, args: Sequence[str], *, restart: Literal["true", "false", "unexpected"],
+                  delay_s: int = 0) -> Program:
     """A slurmpod helper (node reaper, node reconciliation) run under supervisord.
 
     No sed prefix: slurmpod's log lines name their logger already, and a one-shot task exits right
     after its last line, when supervisord may close the pipe before sed has passed that line on.
     """
+    body = [f"sleep {int(delay_s)}"] if delay_s > 0 else []
     return Program(
         name,
-        _script(name, [_cmd(["/usr/local/bin/slurmpod", *args])], prefix=False),
+        _script(name, [*body, _cmd(["/usr/local/bin/slurmpod", *args])], prefix=False),
         priority=40,
         restart=restart,
         startsecs=0,

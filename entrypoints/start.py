@@ -18,16 +18,22 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from slurmpod import confvalues, hardware, nvml, podinfo, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, nodespec, programs, render, secrets
+from slurmpod.entrypoints import nodespec, programs, render, secrets
 from slurmpod.entrypoints.render import Program
 from slurmpod.errors import BadInput
+
+if TYPE_CHECKING:
+    from slurmpod.entrypoints import cluster_spec
 
 log = logging.getLogger(__name__)
 
 SUPERVISORD = "/usr/local/bin/supervisord"
+# Seconds reconcile-node waits before its first look (slurmd registers in about 1 s).
+RECONCILE_DELAY_S = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +200,10 @@ def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _Role
         programs.slurmd(c.auth, c.pod.controller, node_conf),
         programs.sshd(),
         # One-shot, restarted by supervisord if it fails: it waits for the controller however long.
+        # It starts once slurmd has had time to register, so its Python start and polls do not compete
+        # with slurmd for the CPU on the path to IDLE.
         programs.slurmpod_task("reconcile-node", ["daemon", "reconcile-node", "--expect", node_conf],
-                               restart="unexpected"),
+                               restart="unexpected", delay_s=RECONCILE_DELAY_S),
     ]
     dirs = (OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755), *_homes())
     return _RolePlan(node, tuple(files), dirs, tuple(progs))
@@ -220,7 +228,11 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
         raise BadInput.one("ROLE", role, f"unknown role; expected one of {', '.join(wk.ROLES)}")
     run_dir = confvalues.path(wk.ENV_RUN_DIR, str(settings.run_dir))  # written into supervisord.conf
     pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller")
-    spec = cluster_spec.load(settings.cluster_spec) if role == "controller" else None
+    spec = None
+    if role == "controller":  # the cluster spec (YAML) is the controller's alone: workers never import it
+        from slurmpod.entrypoints import cluster_spec  # noqa: PLC0415
+
+        spec = cluster_spec.load(settings.cluster_spec)
     common = _common(settings, pod, _auth(env, spec))
     keys = common.keys
     if spec is not None:

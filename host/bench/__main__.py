@@ -22,12 +22,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench-results")
     parser.add_argument("--flavor", action="append", help="flavors to build (default 24.11 and 26.05)")
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold builds (they run debootstrap)")
+    parser.add_argument("--skip-builds", action="store_true",
+                        help="skip every build figure (cold, rebuild, sizes): start-up figures only")
     parser.add_argument("--trials", type=int, default=5)
     args = parser.parse_args(argv)
     flavors = args.flavor or ["24.11", "26.05"]
     repo = image_build.find_repo()
     report = Report()
-    for flavor in flavors:
+    for flavor in [] if args.skip_builds else flavors:
         if not args.skip_cold:
             builds.cold_build(report, flavor, get_flavor(flavor).suite, repo)
         builds.rebuild_after_python_change(report, flavor, repo)

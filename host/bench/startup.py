@@ -72,7 +72,7 @@ def start_to_idle(report: Report, client: Any, cluster: str, controller: str, tr
     # Paired by trial (they alternate), so background noise of one moment hits both sides alike.
     added = [o - b for o, b in zip(ours, bare, strict=True)]
     report.add(Figure(f"seconds our start adds over bare (median of {trials} paired trials)", "s",
-                      median(added), 0.0, "the bare start of the same trial", f"<= {START_ADDED_FLOOR_S} s",
+                      median(added), None, "the bare start of the same trial", f"<= {START_ADDED_FLOOR_S} s",
                       median(added) <= START_ADDED_FLOOR_S, tuple(added), ()))
 
 

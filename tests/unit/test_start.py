@@ -59,6 +59,10 @@ def test_worker_plan(tmp_path: Path) -> None:
     argv = shlex.split(slurmd.script.rstrip("\n").splitlines()[-1])
     assert argv[-1] == p.node.conf_string()
     assert argv[argv.index("--conf-server") + 1] == f"{podkit.CONTROLLER}:{wk.SLURMCTLD_PORT}"
+    # reconcile-node stays off the CPU until slurmd has had time to register, and is restarted on failure
+    reconcile = next(prog for prog in p.programs if prog.name == "reconcile-node")
+    assert reconcile.script.splitlines()[-2] == f"sleep {start.RECONCILE_DELAY_S}"
+    assert reconcile.restart == "unexpected"
 
 
 def test_supervisord_conf_points_at_the_run_dir(tmp_path: Path) -> None:
