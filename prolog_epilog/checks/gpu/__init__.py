@@ -34,6 +34,23 @@ def per_gpu(nv: Nvml, devs: Sequence[rd.Device], read: Callable[[Nvml, rd.Device
     return [(d, read(nv, d)) for d in devs]
 
 
+def read_all(env: CheckEnv, name: str, read: Callable[[Nvml, rd.Device], T],
+             only: Callable[[rd.Device], bool] | None = None) -> tuple[list[tuple[rd.Device, T]], str] | CheckResult:
+    """Open NVML and ``read`` every GPU (those ``only`` keeps): the readings and the GPU model, or the
+    result the check gives when that could not be done (no NVML, NVML hung, a GPU lost mid-read)."""
+    got = session(env, name)
+    if isinstance(got, CheckResult):
+        return got
+    nv, devs = got
+    if only is not None:
+        devs = tuple(d for d in devs if only(d))
+    try:
+        readings = per_gpu(nv, devs, read)
+    except (NvmlError, NvmlHung) as exc:
+        return lost(name, exc, devs) or fail(name, str(exc))
+    return readings, devs[0].name if devs else ""
+
+
 def lost(name: str, exc: NvmlError | NvmlHung, devs: Sequence[rd.Device]) -> CheckResult | None:
     """NVML hung, or a GPU fell off the bus or needs a reset while it was read: a failure for any GPU check."""
     if isinstance(exc, NvmlHung):

@@ -6,10 +6,9 @@ epilog the job's processes are gone (slurmd kills them before the Epilog), so an
 
 from __future__ import annotations
 
-from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
-from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, lost, per_gpu, session
+from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, read_all
 from slurmpod.prolog_epilog.config import Thresholds
 from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, fail, ok
 
@@ -26,17 +25,12 @@ def judge(readings: list[tuple[rd.Device, rd.Usage]], limits: Thresholds) -> Che
 
 
 def run(env: CheckEnv) -> CheckResult:
-    got = session(env, NAME)
+    job_gpus = env.job.gpus  # only the job's GPUs, when Slurm named them
+    got = read_all(env, NAME, rd.usage, (lambda d: d.index in job_gpus) if job_gpus else None)
     if isinstance(got, CheckResult):
         return got
-    nv, devs = got
-    if env.job.gpus:
-        devs = tuple(d for d in devs if d.index in env.job.gpus)
-    try:
-        readings = per_gpu(nv, devs, rd.usage)
-    except (NvmlError, NvmlHung) as exc:
-        return lost(NAME, exc, devs) or fail(NAME, str(exc))
-    return judge(readings, env.limits(devs[0].name if devs else ""))
+    readings, model = got
+    return judge(readings, env.limits(model))
 
 
 CHECK = Check(NAME, frozenset({Context.PROLOG, Context.EPILOG}), run, timeout=5.0,

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
-from slurmpod.prolog_epilog.checks.gpu import lost, per_gpu, session
+from slurmpod.prolog_epilog.checks.gpu import read_all
 from slurmpod.prolog_epilog.config import Thresholds
 from slurmpod.prolog_epilog.result import CheckResult, Context, Gpu, Remediation, fail, ok, skipped, warn
 
@@ -44,16 +43,12 @@ def judge(readings: Sequence[tuple[rd.Device, tuple[rd.Link, ...] | None]], befo
 
 
 def run(env: CheckEnv) -> CheckResult:
-    got = session(env, NAME)
+    got = read_all(env, NAME, rd.nvlinks)
     if isinstance(got, CheckResult):
         return got
-    nv, devs = got
-    try:
-        readings = per_gpu(nv, devs, rd.nvlinks)
-    except (NvmlError, NvmlHung) as exc:
-        return lost(NAME, exc, devs) or fail(NAME, str(exc))
+    readings, model = got
     before = {k: int(v) for k, v in env.state.read(STATE_KEY).items() if isinstance(v, int)}
-    result = judge(readings, before, env.limits(devs[0].name if devs else ""))
+    result = judge(readings, before, env.limits(model))
     env.state.write(STATE_KEY, counters(readings))
     return result
 

@@ -5,11 +5,10 @@ Ref: https://docs.nvidia.com/deploy/driver-persistence/index.html
 
 from __future__ import annotations
 
-from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
-from slurmpod.prolog_epilog.checks.gpu import gpus_of, lost, per_gpu, session
-from slurmpod.prolog_epilog.result import CheckResult, Context, fail, ok, skipped, warn
+from slurmpod.prolog_epilog.checks.gpu import gpus_of, read_all
+from slurmpod.prolog_epilog.result import CheckResult, Context, ok, skipped, warn
 
 NAME = "persistence"
 
@@ -25,14 +24,8 @@ def judge(readings: list[tuple[rd.Device, bool | None]]) -> CheckResult:
 
 
 def run(env: CheckEnv) -> CheckResult:
-    got = session(env, NAME)
-    if isinstance(got, CheckResult):
-        return got
-    nv, devs = got
-    try:
-        return judge(per_gpu(nv, devs, rd.persistence))
-    except (NvmlError, NvmlHung) as exc:
-        return lost(NAME, exc, devs) or fail(NAME, str(exc))
+    got = read_all(env, NAME, rd.persistence)
+    return got if isinstance(got, CheckResult) else judge(got[0])
 
 
 CHECK = Check(NAME, frozenset({Context.PERIODIC, Context.STARTUP}), run, timeout=5.0, skippable=True,

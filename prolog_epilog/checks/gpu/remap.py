@@ -5,10 +5,9 @@ Ref: https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html#row-remap
 
 from __future__ import annotations
 
-from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
-from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, lost, per_gpu, session
+from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, read_all
 from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, fail, ok, skipped
 
 NAME = "remap"
@@ -30,14 +29,8 @@ def judge(readings: list[tuple[rd.Device, rd.Remap | None]]) -> CheckResult:
 
 
 def run(env: CheckEnv) -> CheckResult:
-    got = session(env, NAME)
-    if isinstance(got, CheckResult):
-        return got
-    nv, devs = got
-    try:
-        return judge(per_gpu(nv, devs, rd.remapped_rows))
-    except (NvmlError, NvmlHung) as exc:
-        return lost(NAME, exc, devs) or fail(NAME, str(exc))
+    got = read_all(env, NAME, rd.remapped_rows)
+    return got if isinstance(got, CheckResult) else judge(got[0])
 
 
 CHECK = Check(NAME, frozenset(Context), run, timeout=5.0, description="HBM row remapping state")

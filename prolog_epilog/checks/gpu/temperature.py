@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
-from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, lost, per_gpu, session
+from slurmpod.prolog_epilog.checks.gpu import gpus_of, listing, read_all
 from slurmpod.prolog_epilog.config import Thresholds
 from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, fail, ok, skipped
 
@@ -25,15 +24,11 @@ def judge(readings: list[tuple[rd.Device, int | None]], limits: Thresholds) -> C
 
 
 def run(env: CheckEnv) -> CheckResult:
-    got = session(env, NAME)
+    got = read_all(env, NAME, rd.temperature)
     if isinstance(got, CheckResult):
         return got
-    nv, devs = got
-    try:
-        readings = per_gpu(nv, devs, rd.temperature)
-    except (NvmlError, NvmlHung) as exc:
-        return lost(NAME, exc, devs) or fail(NAME, str(exc))
-    return judge(readings, env.limits(devs[0].name if devs else ""))
+    readings, model = got
+    return judge(readings, env.limits(model))
 
 
 CHECK = Check(NAME, frozenset({Context.PERIODIC, Context.STARTUP}), run, timeout=5.0, skippable=True,
