@@ -150,6 +150,10 @@ class Reconciler:
                     log.info("re-applied reason", extra={"ctx": {"node": self.node, "reason": hold.reason}})
                     return 0
         if reasons.lifecycle_may_lift(state):
+            if not state.drained:
+                # The flag is gone but the reason text stayed; RESUME only clears a drained node's reason.
+                self._patiently("drain", lambda: self.client.drain(self.node, reasons.POD_TERMINATING,
+                                                                   timeout=STEP_TIMEOUT))
             self._patiently("resume", lambda: self.client.resume(self.node, timeout=STEP_TIMEOUT))
             log.info("cleared stale drain", extra={"ctx": {"node": self.node, "reason": state.reason}})
         return 0

@@ -96,8 +96,12 @@ def hold(state: NodeState) -> Hold:
 
 
 def lifecycle_may_lift(state: NodeState) -> bool:
-    """A new pod may lift its predecessor's preStop drain, and nothing else."""
-    return state.drained and owner(state.reason) is Owner.LIFECYCLE
+    """A new pod may lift its predecessor's preStop drain, and nothing else.
+
+    Also when the DRAIN flag is already gone: slurmctld has been seen (24.11.5) to drop the flag of a
+    dynamic node that re-registers while keeping the reason text, which would then hang in `sinfo -R`.
+    """
+    return owner(state.reason) is Owner.LIFECYCLE
 
 
 def health_may_lift(state: NodeState) -> bool:

@@ -42,8 +42,12 @@ def test_admin_reason_fixture_is_long_and_quoted() -> None:
         ("IDLE", ("DYNAMIC_NORM", "DRAIN"), "slurmpod: looks like ours", False),
         ("DOWN", ("DYNAMIC_NORM",), ADMIN_REASON_300, False),
         ("IDLE", ("DYNAMIC_NORM",), "", False),
+        # slurmctld dropped the DRAIN flag on re-registration but kept our reason text (seen on 24.11.5)
+        ("IDLE", ("DYNAMIC_NORM",), reasons.POD_TERMINATING, True),
+        ("IDLE", ("DYNAMIC_NORM",), ADMIN_REASON_300, False),
     ],
-    ids=["our-drain", "admin-drain", "health-drain", "fake-prefix", "down-admin", "no-reason"],
+    ids=["our-drain", "admin-drain", "health-drain", "fake-prefix", "down-admin", "no-reason",
+         "our-reason-flag-dropped", "admin-reason-flag-dropped"],
 )
 def test_only_the_lifecycle_drain_is_lifted(base: str, flags: tuple[str, ...], reason: str, lifted: bool) -> None:
     slurm = FakeSlurm()
