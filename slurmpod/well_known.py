@@ -186,3 +186,17 @@ POLICY_OPT_OUT_TOKEN = "slurmpod:no-topology"
 # The plugin: JobSubmitPlugins=slurmpod loads <PluginDir>/job_submit_slurmpod.so.
 PLUGIN_TYPE = "job_submit/slurmpod"
 PLUGIN_FILE = "job_submit_slurmpod.so"
+
+# --- Topology at the controller (issue 9): rendered at start, kept in sync by `daemon topology-sync` ---
+# The files slurmctld reads: topology.conf before 25.05, topology.yaml from 25.05 (where both exist,
+# topology.yaml wins). Ref: https://slurm.schedmd.com/topology.yaml.html
+TOPOLOGY_CONF = f"{SLURM_ETC}/topology.conf"
+TOPOLOGY_YAML = f"{SLURM_ETC}/topology.yaml"
+# Set by users (or Slinky-style webhooks) on worker pods: the pod's placement path, "block1/host3" or
+# "topo:unit"; the downward-API `annotations` file carries it to the worker. The label of the same key
+# (LABEL_TOPOLOGY) is read too.
+ANNOTATION_TOPOLOGY = LABEL_TOPOLOGY
+# The key of a worker's `slurmd --extra` JSON that carries its placement path to slurmctld, where the
+# controller's topology-sync reads it back (`scontrol show nodes --json`, field "extra").
+# Ref: https://slurm.schedmd.com/slurmd.html#OPT_--extra
+EXTRA_TOPOLOGY_KEY = LABEL_TOPOLOGY

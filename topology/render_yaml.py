@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from slurmpod import confvalues
 from slurmpod.topology import hostlist
-from slurmpod.topology.model import Format, Layout
+from slurmpod.topology.model import UNPLACED_UNIT, Block, Format, Layout
 
 HEADER = "# Written by slurmpod topology from Kubernetes node labels; do not edit.\n"
 DEFAULT_NAME = "default"  # the name nodespec gives a bare Topology= unit (entrypoints/nodespec.py)
@@ -48,12 +48,18 @@ def render(layout: Layout, plugin: Format, sizes: Sequence[int] = (), *, name: s
                 out.append(f"        nodes: {_value(hostlist.compress(switch.nodes))}\n")
     elif plugin is Format.BLOCK:
         out.append("  block:\n")
+        blocks = layout.blocks
+        if not blocks:
+            # No node placed yet (a controller starting before any worker): Debian's slurmctld 26.05.5
+            # exits on a block topology without blocks ("fatal: No blocks configured"), and on blocks
+            # without nodes unless block_sizes is set. One empty block of base size 1 keeps it up.
+            blocks, sizes = (Block(UNPLACED_UNIT, ()),), (1,)
         if sizes:
             out.append("    block_sizes:\n" + "".join(f"      - {int(s)}\n" for s in sizes))
         out.append("    blocks:\n")
-        for b in layout.blocks:
+        for b in blocks:
             out.append(f"      - block: {_value(b.name)}\n")
-            if with_nodes:
+            if with_nodes and b.nodes:
                 out.append(f"        nodes: {_value(hostlist.compress(b.nodes))}\n")
     else:
         raise ValueError(f"topology.yaml holds a tree or a block topology, not {plugin}")
