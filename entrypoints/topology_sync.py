@@ -82,7 +82,10 @@ def target(spec: ClusterSpec, version: SlurmVersion) -> Target | None:
     t = spec.topology
     # The slurm source carries each worker's own value (path or topo:unit): the generic form.
     provider = Provider.GENERIC if t.source is TopologySource.SLURM else t.provider
-    settings = sync.Settings(Format(spec.topology_plugin), provider, t.unplaced, t.block_sizes, t.slinky_topology)
+    # Workers with a placement register Topology= themselves from 25.05 (the slurm source reads what
+    # they registered), so topology.yaml then lists only units and unplaced nodes (see sync.render).
+    settings = sync.Settings(Format(spec.topology_plugin), provider, t.unplaced, t.block_sizes, t.slinky_topology,
+                             list_placed=t.source is not TopologySource.SLURM)
     path = wk.TOPOLOGY_YAML if version.node_topology else wk.TOPOLOGY_CONF
     return Target(Path(path), settings, version)
 

@@ -10,7 +10,7 @@ Ref: https://slurm.schedmd.com/topology.yaml.html
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from slurmpod import confvalues
 from slurmpod.topology import hostlist
@@ -33,9 +33,16 @@ def _value(text: str) -> str:
 
 
 def render(layout: Layout, plugin: Format, sizes: Sequence[int] = (), *, name: str = DEFAULT_NAME,
-           with_nodes: bool = True) -> str:
+           with_nodes: bool = True, listed: Collection[str] | None = None) -> str:
     """topology.yaml for ``plugin`` (TREE or BLOCK). ``with_nodes=False`` writes the units only: nodes
-    then join them through their `Topology=` registration value (dynamic topology)."""
+    then join them through their `Topology=` registration value (dynamic topology). ``listed`` limits
+    the nodes written to those (the rest join by registration); None writes every node."""
+
+    def shown(nodes: Sequence[str]) -> tuple[str, ...]:
+        if not with_nodes:
+            return ()
+        return tuple(nodes) if listed is None else tuple(n for n in nodes if n in listed)
+
     topo = _value(confvalues.name("topology name", name))
     out = [HEADER, f"- topology: {topo}\n", "  cluster_default: true\n"]
     if plugin is Format.TREE:
@@ -44,8 +51,8 @@ def render(layout: Layout, plugin: Format, sizes: Sequence[int] = (), *, name: s
             out.append(f"      - switch: {_value(switch.name)}\n")
             if switch.switches:
                 out.append(f"        children: {_value(hostlist.compress(switch.switches))}\n")
-            if switch.nodes and with_nodes:
-                out.append(f"        nodes: {_value(hostlist.compress(switch.nodes))}\n")
+            if shown(switch.nodes):
+                out.append(f"        nodes: {_value(hostlist.compress(shown(switch.nodes)))}\n")
     elif plugin is Format.BLOCK:
         out.append("  block:\n")
         blocks = layout.blocks
@@ -59,8 +66,8 @@ def render(layout: Layout, plugin: Format, sizes: Sequence[int] = (), *, name: s
         out.append("    blocks:\n")
         for b in blocks:
             out.append(f"      - block: {_value(b.name)}\n")
-            if with_nodes and b.nodes:
-                out.append(f"        nodes: {_value(hostlist.compress(b.nodes))}\n")
+            if shown(b.nodes):
+                out.append(f"        nodes: {_value(hostlist.compress(shown(b.nodes)))}\n")
     else:
         raise ValueError(f"topology.yaml holds a tree or a block topology, not {plugin}")
     return "".join(out)

@@ -98,8 +98,9 @@ def test_reconfigures_once_per_change(tmp_path: Path, version: SlurmVersion, plu
     assert first.changed
     assert len(slurm.called("reconfigure")) == 1
     text = tgt.path.read_text()
-    for node in ("w-0", "w-1", "w-2", "w-3"):
-        assert node in text or "w-[0-1]" in text
+    assert "b1" in text and "b2" in text
+    # 24.11 lists every node; from 25.05 placed nodes join by their own Topology= and are not listed.
+    assert ("w-[0-1]" in text and "w-[2-3]" in text) is not version.node_topology
     assert not topology_sync.sync_once(slurm, tgt, source).changed  # nothing new: no reconfigure
     assert len(slurm.called("reconfigure")) == 1
     slurm.add_node("w-4", extra=_extra("b3/host4"))  # a pod came
@@ -147,3 +148,17 @@ def test_controller_down_skips_the_pass(tmp_path: Path) -> None:
     assert topology_sync.run(slurm, tgt, topology_sync.SlurmSource(slurm), 5.0, clock, passes=3) == 0
     assert not tgt.path.exists()
     assert not slurm.called("reconfigure")
+
+
+def test_26_05_lists_unplaced_nodes_only(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node("w-0", extra=_extra("b1"))
+    slurm.add_node("w-9")
+    tgt = _target(tmp_path, _spec("block"), V26)
+    topology_sync.sync_once(slurm, tgt, topology_sync.SlurmSource(slurm))
+    text = tgt.path.read_text()
+    assert "block: 'b1'\n" in text and "w-0" not in text
+    assert "block: unplaced\n        nodes: w-9\n" in text
+    assert not tgt.settings.list_placed
+    api = topology_sync.target(_spec("block", source="api"), V26)
+    assert api is not None and api.settings.list_placed  # API placements: pods register nothing themselves
