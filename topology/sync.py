@@ -63,8 +63,8 @@ def render(nodes: Sequence[kube.KubeNode], pods: Sequence[kube.WorkerPod] | None
              else blocksizes.default(counts)) if settings.plugin is Format.BLOCK else ()
     if version.node_topology:
         # Without list_placed, a placed node registers its own `Topology=` (entrypoints/nodespec.py) and
-        # joins its unit by it; the file lists only the units and the unplaced nodes. Listing a placed node as well makes
-        # slurmctld re-apply the same block to it, which drops it from topology/block's aggregate
+        # joins its unit by it; the file lists only the units and the unplaced nodes. Listing a placed
+        # node as well makes slurmctld re-apply the same block to it, which drops it from the aggregate
         # bitmap: block-aware placement then silently stops for it (reported for 25.11.3 to 26.05.3,
         # "topology_p_add_rm_node() ... no-op path"; scontrol show topology still looks right).
         listed = None if settings.list_placed else frozenset(unplaced)
