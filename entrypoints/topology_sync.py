@@ -14,19 +14,20 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from slurmpod import slurm_version
+from slurmpod import reasons, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, TopologySource, load
 from slurmpod.errors import BadInput, TransientError
+from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, SlurmClient
 from slurmpod.slurm_version import SlurmVersion
 from slurmpod.timing import Clock, SystemClock
-from slurmpod.topology import kube, kubeapi, registered, sync
+from slurmpod.topology import annotation, kube, kubeapi, registered, sync
 from slurmpod.topology.model import Format, Provider
 
 log = logging.getLogger(__name__)
@@ -130,12 +131,38 @@ def sync_once(client: SlurmClient, tgt: Target, source: Source) -> sync.Plan:
     return plan
 
 
+def repair_registrations(client: SlurmClient, nodes: Sequence[NodeState]) -> list[str]:
+    """25.05+, slurm source: give each placed node the `Topology=` it registered when slurmctld could
+    not (its unit was not in topology.yaml yet), and lift the drain slurmctld set for exactly that.
+    Only a node whose value differs is updated: re-applying the same block is what drops a node from
+    topology/block's aggregate bitmap (see topology/sync.py). Returns the nodes updated."""
+    fixed = []
+    for node in nodes:
+        placement = registered.placement_of(node)
+        if placement is None:
+            continue
+        try:
+            value = annotation.parse(f"node {node.name} extra", placement).registration
+        except BadInput:
+            continue  # an unusable value is reported by the render step
+        if node.topology != value:
+            client.set_topology(node.name, value, timeout=STEP_TIMEOUT)
+            fixed.append(node.name)
+        if reasons.topology_may_lift(node, value):
+            client.resume(node.name, timeout=STEP_TIMEOUT)
+        if node.topology != value or reasons.topology_may_lift(node, value):
+            log.info("node topology set", extra={"ctx": {"node": node.name, "topology": value}})
+    return fixed
+
+
 def run(client: SlurmClient, tgt: Target, source: Source, interval_s: float, clock: Clock, *,
         passes: int | None = None) -> int:
     done = 0
     while passes is None or done < passes:
         try:
             sync_once(client, tgt, source)
+            if tgt.version.node_topology and isinstance(source, SlurmSource):
+                repair_registrations(client, client.nodes(timeout=STEP_TIMEOUT))
         except TransientError as exc:  # slurmctld restarting, the API briefly away: next pass
             log.info("topology pass skipped", extra={"ctx": {"err": str(exc)[:200]}})
         except BadInput as exc:  # a placement slurmctld or the API holds is not usable: keep the file

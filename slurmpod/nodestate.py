@@ -47,6 +47,9 @@ class NodeState:
     # The node's Extra data: the JSON text `slurmd --extra` registered (or `scontrol update extra=`).
     # Ref: https://slurm.schedmd.com/extra_constraints.html#SECTION_NODE-EXTRA-DATA
     extra: str = ""
+    # The node's `Topology=` value, "topo:unit" (25.05+; empty when it has none or its unit was unknown).
+    # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Topology
+    topology: str = ""
 
     @property
     def dynamic(self) -> bool:
@@ -133,6 +136,7 @@ def from_json(node: dict[str, Any]) -> NodeState:
         features=tuple(str(f) for f in features),
         gres=str(node.get("gres", "") or ""),
         extra=str(node.get("extra", "") or ""),
+        topology=str(node.get("topology", "") or ""),
     )
 
 

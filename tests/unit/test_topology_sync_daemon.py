@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fakes.slurm_client import FakeClock, FakeSlurm
 
+from slurmpod import reasons
 from slurmpod import well_known as wk
 from slurmpod.entrypoints import cluster_spec, topology_sync
 from slurmpod.errors import BadInput, TransientError
@@ -162,3 +163,20 @@ def test_26_05_lists_unplaced_nodes_only(tmp_path: Path) -> None:
     assert not tgt.settings.list_placed
     api = topology_sync.target(_spec("block", source="api"), V26)
     assert api is not None and api.settings.list_placed  # API placements: pods register nothing themselves
+
+
+def test_repair_sets_a_failed_registration_and_lifts_only_that_drain() -> None:
+    """26.05.5 drains a node whose Topology= unit was not in topology.yaml yet; once the unit is there
+    topology-sync sets the value and lifts that drain. Same value: never re-applied."""
+    slurm = FakeSlurm()
+    slurm.add_node("w-0", "IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.TOPOLOGY_FAILED.format("default:b1"),
+                   extra=_extra("b1/host0"))
+    slurm.add_node("w-1", extra=_extra("b1/host1"), topology="default:b1")  # registered fine
+    slurm.add_node("w-2", "IDLE", ("DYNAMIC_NORM", "DRAIN"), "admin: bad cable", extra=_extra("b2/host2"))
+    slurm.add_node("w-3")  # no placement
+    fixed = topology_sync.repair_registrations(slurm, slurm.nodes())
+    assert fixed == ["w-0", "w-2"]
+    assert [args for args in slurm.called("resume")] == [("w-0",)]
+    assert slurm.nodes_by_name["w-0"].topology == "default:b1"
+    assert slurm.nodes_by_name["w-2"].reason == "admin: bad cable"  # someone else's drain stays
+    assert topology_sync.repair_registrations(slurm, slurm.nodes()) == []  # nothing re-applied
