@@ -145,13 +145,15 @@ def repair_registrations(client: SlurmClient, nodes: Sequence[NodeState]) -> lis
             value = annotation.parse(f"node {node.name} extra", placement).registration
         except BadInput:
             continue  # an unusable value is reported by the render step
-        if node.topology != value:
+        differs, refused = node.topology != value, reasons.topology_may_lift(node, value)
+        if differs:
             client.set_topology(node.name, value, timeout=STEP_TIMEOUT)
             fixed.append(node.name)
-        if reasons.topology_may_lift(node, value):
+        if refused:
             client.resume(node.name, timeout=STEP_TIMEOUT)
-        if node.topology != value or reasons.topology_may_lift(node, value):
-            log.info("node topology set", extra={"ctx": {"node": node.name, "topology": value}})
+        if differs or refused:
+            log.info("node topology set", extra={"ctx": {"node": node.name, "topology": value,
+                                                         "drain_lifted": refused}})
     return fixed
 
 
