@@ -287,3 +287,11 @@ def test_no_topology_plugin_no_file_no_sync(tmp_path: Path) -> None:
     p = _plan(podkit.make_pod(tmp_path, "controller"), "controller", SLURMPOD_CONTROLLER=None)
     assert not {wk.TOPOLOGY_CONF, wk.TOPOLOGY_YAML} & {f.path for f in p.files}
     assert "topology-sync" not in [prog.name for prog in p.programs]
+
+
+def test_api_source_without_api_access_fails_start_naming_it(tmp_path: Path) -> None:
+    spec = podkit.SPEC_BASIC.replace("topologyPlugin: none", "topologyPlugin: tree\ntopology: {source: api}")
+    pod = podkit.make_pod(tmp_path, "controller", spec=spec)
+    with pytest.raises(BadInput) as err:
+        _plan(pod, "controller", SLURMPOD_CONTROLLER=None, KUBERNETES_SERVICE_HOST=None)
+    assert wk.ENV_KUBERNETES_SERVICE_HOST in err.value.problems[0].field
