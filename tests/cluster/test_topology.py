@@ -116,9 +116,10 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         reconfigures = runtime.logs_tail(client, controller, 2000).count("topology changed; reconfigured")
         assert reconfigures >= 1
 
-        # One node of b1 busy: a 2-node job fits only in b2. Without topology Slurm takes the lowest
+        # One node of b1 taken whole: a 2-node job fits only in b2. Without topology Slurm takes the lowest
         # idle names (w1, w2), across the blocks.
-        held = session.as_researcher("sbatch", "--parsable", "-w", w[0], "--wrap", "sleep 300", timeout=60)
+        held = session.as_researcher("sbatch", "--parsable", "--exclusive", "-w", w[0], "--wrap", "sleep 300",
+                                     timeout=60)
         assert held.code == 0, held.stderr
         hold_job = held.stdout.strip().split(";")[0]
         wait_for("hold job running", lambda: True if session.root_in(
