@@ -5,6 +5,7 @@ Every problem is reported at once, each naming its path in the document (``parti
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from slurmpod import confvalues
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
 from slurmpod.problems import Problems
+from slurmpod.topology import blocksizes
+from slurmpod.topology.model import Provider, Unplaced
 
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PreemptMode
 PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG")
@@ -52,6 +55,29 @@ class HooksSpec:
     health_check_node_state: tuple[str, ...] = ()
 
 
+class TopologySource(enum.Enum):
+    """Where the controller learns the worker pods' placements (cluster.yaml `topology.source`)."""
+
+    # From slurmctld: each worker registers its pod's placement (annotation, label or Slinky env) as
+    # `slurmd --extra`; works wherever slurmctld runs, needs no API access (the emulator has no API).
+    SLURM = "slurm"
+    # From the Kubernetes API: node labels by `provider`, worker pods by their spec.nodeName; needs the
+    # read-only ClusterRole of deploy/kubernetes/topology-reader-rbac.yaml.
+    API = "api"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpec:
+    """How the controller renders and keeps the topology (used when topologyPlugin is not none)."""
+
+    source: TopologySource = TopologySource.SLURM
+    provider: Provider | None = None  # API source: None = auto (topology.providers.AUTO_ORDER)
+    unplaced: Unplaced = Unplaced.OWN_BLOCK
+    block_sizes: tuple[int, ...] = ()  # empty: topology.blocksizes.default
+    slinky_topology: str | None = None  # which pair of a Slinky annotation (API source); None: the first
+    sync_interval_seconds: int = 10  # how often topology-sync compares; a change costs a reconfigure
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterSpec:
     cluster_name: str
@@ -65,6 +91,7 @@ class ClusterSpec:
     nodesets: tuple[NodeSetSpec, ...]
     extra_lines: tuple[str, ...]
     hooks: HooksSpec = HooksSpec()
+    topology: TopologySpec = TopologySpec()
 
 
 _TOP_KEYS = {
@@ -79,7 +106,10 @@ _TOP_KEYS = {
     "extraLines",
     "hooks",
     "cgroups",
+    "topology",
 }
+_TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
+PROVIDERS = ("auto", *(p.value for p in Provider))
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
 
 
@@ -132,6 +162,41 @@ def _hooks(doc: object, p: Problems) -> HooksSpec:
         p.add("hooks.healthCheckInterval", str(interval), "needs hooks.healthCheckProgram")
     return HooksSpec(paths["prolog"], paths["epilog"], lists["prologFlags"], paths["healthCheckProgram"],
                      interval or 0, lists["healthCheckNodeState"])
+
+
+def _topology(doc: object, p: Problems) -> TopologySpec:
+    if doc is None:
+        return TopologySpec()
+    if not isinstance(doc, dict):
+        p.add("topology", str(doc), "must be a mapping")
+        return TopologySpec()
+    p.unknown_keys("topology", doc, _TOPOLOGY_KEYS)
+    source = p.field("topology.source", doc.get("source", "slurm"),
+                     _one_of(tuple(s.value for s in TopologySource)))
+    provider = p.field("topology.provider", doc.get("provider", "auto"), _one_of(PROVIDERS))
+    unplaced = p.field("topology.unplaced", doc.get("unplaced", Unplaced.OWN_BLOCK.value),
+                       _one_of(tuple(u.value for u in Unplaced)))
+    raw_sizes = doc.get("blockSizes", [])
+    if not isinstance(raw_sizes, list):
+        p.add("topology.blockSizes", str(raw_sizes), "must be a list of node counts")
+        raw_sizes = []
+    sizes = [p.field(f"topology.blockSizes[{i}]", size, _int(1, 65_000)) for i, size in enumerate(raw_sizes)]
+    if sizes and all(size is not None for size in sizes):
+        # Slurm's rules that need no node counts (base, then base * 2^k increasing); each block's
+        # size against the base is checked when the topology is rendered.
+        p.field("topology.blockSizes", [s for s in sizes if s is not None],
+                lambda field, value: blocksizes.validate(value, (), field))
+    slinky = doc.get("slinkyTopology")
+    slinky_name = None if slinky is None else p.field("topology.slinkyTopology", str(slinky), confvalues.name)
+    interval = p.field("topology.syncIntervalSeconds", doc.get("syncIntervalSeconds", 10), _int(1, 3600))
+    return TopologySpec(
+        TopologySource(source) if source else TopologySource.SLURM,
+        None if provider in (None, "auto") else Provider(provider),
+        Unplaced(unplaced) if unplaced else Unplaced.OWN_BLOCK,
+        tuple(s for s in sizes if s is not None),
+        slinky_name,
+        interval or 10,
+    )
 
 
 def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
@@ -216,6 +281,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         p.check(one_line, f"extraLines[{i}]", str(line), "must be one line of text")
 
     hooks = _hooks(doc.get("hooks"), p)
+    topology = _topology(doc.get("topology"), p)
 
     p.raise_if_any()
     if (cluster_name is None or auth is None or select is None or topo is None or max_nodes is None
@@ -233,6 +299,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         tuple(nodesets),
         tuple(extra),
         hooks,
+        topology,
     )
 
 

@@ -8,6 +8,7 @@ Ref: https://slurm.schedmd.com/dynamic_nodes.html
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from slurmpod import confvalues
@@ -17,6 +18,7 @@ from slurmpod.hardware import Gpu, Hardware
 from slurmpod.podinfo import PodInfo
 from slurmpod.problems import Problems
 from slurmpod.slurm_version import SlurmVersion
+from slurmpod.topology import annotation
 
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Weight (uint32, default 1)
 MAX_WEIGHT = 4_294_967_294
@@ -38,6 +40,15 @@ class NodeSpec:
     gpus: tuple[Gpu, ...]
     weight: int | None
     topology: str | None
+    placement: str | None = None  # the pod's placement value as given; see ``extra``
+
+    @property
+    def extra(self) -> str | None:
+        """`slurmd --extra` JSON carrying the placement to slurmctld, or None without one.
+        Ref: https://slurm.schedmd.com/extra_constraints.html#SECTION_NODE-EXTRA-DATA"""
+        if self.placement is None:
+            return None
+        return json.dumps({wk.EXTRA_TOPOLOGY_KEY: self.placement}, separators=(",", ":"))
 
     def pairs(self) -> list[tuple[str, str]]:
         """Node parameters in a fixed order (deterministic output)."""
@@ -134,13 +145,16 @@ def build(pod: PodInfo, hw: Hardware, version: SlurmVersion, nodeset: str | None
         weight = problems.field(f"annotation {wk.ANNOTATION_WEIGHT}", pod.annotations[wk.ANNOTATION_WEIGHT],
                                 lambda field, value: confvalues.integer(field, value, 1, MAX_WEIGHT))
 
-    topology = None
-    if pod.topology and version.node_topology:
-        field = f"{wk.ENV_SLINKY_TOPOLOGY} or label {wk.LABEL_TOPOLOGY}"
-        topo_name, sep, unit = pod.topology.partition(":")
-        if not sep:  # a bare unit goes into the default topology
-            topo_name, unit = "default", pod.topology
-        topology = problems.field(field, f"{topo_name}:{unit}", _topology)
+    # The pod's placement (Slinky's env, its annotation or label): `a/b/host`, `unit` or `topo:unit`.
+    # It reaches slurmctld as `slurmd --extra` on every version (the controller's topology-sync reads it
+    # back) and, from 25.05, as the node's `Topology=` registration value (its innermost unit).
+    topology = placement = None
+    if pod.topology:
+        field = f"{wk.ENV_SLINKY_TOPOLOGY}, annotation or label {wk.LABEL_TOPOLOGY}"
+        value = problems.field(field, pod.topology, annotation.parse)
+        if value is not None:
+            placement = pod.topology
+            topology = value.registration if version.node_topology else None
     problems.raise_if_any()
 
     # CPUs the pod may use: its cpuset, further capped by the CPU limit (downward API or cgroup quota),
@@ -171,18 +185,13 @@ def build(pod: PodInfo, hw: Hardware, version: SlurmVersion, nodeset: str | None
         gpus=hw.gpus,
         weight=weight,
         topology=topology,
+        placement=placement,
     )
     if len(spec.conf_string()) > MAX_CONF_CHARS:
         raise BadInput.one(f"annotation {wk.ANNOTATION_FEATURES}", extra_features(pod),
                            f"the node definition would be {len(spec.conf_string())} characters; "
                            f"at most {MAX_CONF_CHARS}")
     return spec
-
-
-def _topology(field: str, value: str) -> str:
-    """``name:unit``, each a Slurm name; the first bad part is reported with its own value."""
-    topo_name, _, unit = value.partition(":")
-    return f"{confvalues.name(field, topo_name)}:{confvalues.name(field, unit)}"
 
 
 def extra_features(pod: PodInfo) -> str:

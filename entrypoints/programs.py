@@ -38,12 +38,14 @@ def _cmd(argv: Sequence[str]) -> str:
     return "exec " + " ".join(shlex.quote(a) for a in argv)
 
 
-def slurmd_argv(controller: str, conf: str) -> tuple[str, ...]:
-    """What a worker execs: -D foreground, -Z dynamic node, --conf-server configless.
+def slurmd_argv(controller: str, conf: str, extra: str | None = None) -> tuple[str, ...]:
+    """What a worker execs: -D foreground, -Z dynamic node, --conf-server configless, and --extra
+    (the node's Extra JSON: its placement, for the controller's topology-sync) when there is one.
 
     Ref: https://slurm.schedmd.com/slurmd.html
     """
-    return ("/usr/sbin/slurmd", "-D", "-Z", "--conf-server", conf_server(controller), "--conf", conf)
+    argv = ("/usr/sbin/slurmd", "-D", "-Z", "--conf-server", conf_server(controller), "--conf", conf)
+    return (*argv, "--extra", extra) if extra else argv
 
 
 def conf_server(controller: str) -> str:
@@ -68,8 +70,8 @@ def slurmctld(auth: str) -> Program:
     return Program("slurmctld", _script("slurmctld", body), priority=20)
 
 
-def slurmd(auth: str, controller: str, conf: str) -> Program:
-    argv = slurmd_argv(controller, conf)
+def slurmd(auth: str, controller: str, conf: str, extra: str | None = None) -> Program:
+    argv = slurmd_argv(controller, conf, extra)
     body = [*_after_auth(auth), _cmd(argv)]
     return Program("slurmd", _script("slurmd", body), priority=20, argv=argv)
 

@@ -24,7 +24,8 @@ from slurmpod import confvalues, hardware, nvml, podinfo, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.entrypoints import nodespec, programs, render, secrets
 from slurmpod.entrypoints.render import Program
-from slurmpod.errors import BadInput
+from slurmpod.errors import BadInput, TransientError
+from slurmpod.slurm import CliSlurmClient
 
 if TYPE_CHECKING:
     from slurmpod.entrypoints import cluster_spec
@@ -169,8 +170,8 @@ def common_without_keys(pod: podinfo.PodInfo) -> _Common:
     return _Common(pod, wk.AUTH_MUNGE, (), (), ())
 
 
-def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec) -> _RolePlan:
-    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name)),
+def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec, extra_files: tuple[OutFile, ...] = ()) -> _RolePlan:
+    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name)), *extra_files,
              # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
              # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
              OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n")]
@@ -188,7 +189,30 @@ def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec) -> _RolePlan:
             restart="true",
         ),
     ]
+    if spec.topology_plugin != "none":
+        # Re-renders the topology as worker pods come and go; reconfigures only on a change.
+        progs.append(programs.slurmpod_task("topology-sync", ["daemon", "topology-sync"], restart="true"))
     return _RolePlan(None, tuple(files), tuple(dirs), tuple(progs))
+
+
+def topology_files(spec: cluster_spec.ClusterSpec, env: Mapping[str, str]) -> tuple[OutFile, ...]:
+    """topology.conf (24.11) or topology.yaml (25.05+) before slurmctld starts: TopologyPlugin needs the
+    file to exist. With the slurm source no worker has registered yet, so it holds no nodes until the
+    first topology-sync pass; with the api source it holds the pods the API lists now."""
+    from slurmpod.entrypoints import cluster_spec, topology_sync  # noqa: PLC0415 - the controller's alone
+
+    tgt = topology_sync.target(spec, slurm_version.detect(env))
+    if tgt is None:
+        return ()
+    source = None
+    if spec.topology.source is cluster_spec.TopologySource.API:
+        source = topology_sync.source_for(spec, env, CliSlurmClient())
+    try:
+        text = topology_sync.render_now(tgt, source)
+    except TransientError as exc:  # the API is away: start without nodes; topology-sync fills them in
+        log.warning("topology rendered without nodes", extra={"ctx": {"err": str(exc)[:200]}})
+        text = topology_sync.render_now(tgt, None)
+    return (OutFile(str(tgt.path), text),)
 
 
 def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _RolePlan:
@@ -197,7 +221,7 @@ def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _Role
     node_conf = node.conf_string()
     files = [OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf())] if node.gpus else []
     progs = [
-        programs.slurmd(c.auth, c.pod.controller, node_conf),
+        programs.slurmd(c.auth, c.pod.controller, node_conf, node.extra),
         programs.sshd(),
         # One-shot, restarted by supervisord if it fails: it waits for the controller however long.
         # It starts once slurmd has had time to register, so its Python start and polls do not compete
@@ -236,7 +260,7 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     common = _common(settings, pod, _auth(env, spec))
     keys = common.keys
     if spec is not None:
-        part = controller_plan(common, spec)
+        part = controller_plan(common, spec, topology_files(spec, env))
     elif role == "worker":
         part = worker_plan(common, env, settings)
     else:

@@ -202,6 +202,10 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     _opt(reconcile, t, "--expect", env="SLURMPOD_EXPECT_CONF", default=None,
          help="the --conf string this pod registers with")
     reconcile.set_defaults(handler=_lazy("slurmpod.entrypoints.daemons", "reconcile_main"))
+    tsync = dsub.add_parser("topology-sync", help="controller: keep topology.conf/topology.yaml current")
+    _opt(tsync, t, "--interval", env="SLURMPOD_TOPOLOGY_SYNC_INTERVAL", type=float, default=None,
+         help="seconds between passes (default: the cluster spec's topology.syncIntervalSeconds)")
+    tsync.set_defaults(handler=_lazy("slurmpod.entrypoints.topology_sync"))
 
 
 def _topology_commands(sub: Any, t: Twins) -> None:

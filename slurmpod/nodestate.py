@@ -44,6 +44,12 @@ class NodeState:
     specialized_memory: int = 0  # MemSpecLimit, MiB
     features: tuple[str, ...] = ()
     gres: str = ""
+    # The node's Extra data: the JSON text `slurmd --extra` registered (or `scontrol update extra=`).
+    # Ref: https://slurm.schedmd.com/extra_constraints.html#SECTION_NODE-EXTRA-DATA
+    extra: str = ""
+    # The node's `Topology=` value, "topo:unit" (25.05+; empty when it has none or its unit was unknown).
+    # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Topology
+    topology: str = ""
 
     @property
     def dynamic(self) -> bool:
@@ -129,6 +135,8 @@ def from_json(node: dict[str, Any]) -> NodeState:
         specialized_memory=number(node.get("specialized_memory", 0)),
         features=tuple(str(f) for f in features),
         gres=str(node.get("gres", "") or ""),
+        extra=str(node.get("extra", "") or ""),
+        topology=str(node.get("topology", "") or ""),
     )
 
 

@@ -144,7 +144,9 @@ def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool 
 
     pod_ip = _ip_env(env, wk.ENV_POD_IP, problems)
     host_ip = _ip_env(env, wk.ENV_HOST_IP, problems)
-    topology = env.get(wk.ENV_SLINKY_TOPOLOGY, "") or labels.get(wk.LABEL_TOPOLOGY, "")
+    # Slinky's env first, then the pod's annotation (as a webhook sets it), then its label.
+    topology = (env.get(wk.ENV_SLINKY_TOPOLOGY, "") or annotations.get(wk.ANNOTATION_TOPOLOGY, "")
+                or labels.get(wk.LABEL_TOPOLOGY, ""))
 
     problems.raise_if_any()
     return PodInfo(

@@ -109,6 +109,16 @@ def health_may_lift(state: NodeState) -> bool:
     return state.drained and owner(state.reason) is Owner.HEALTH
 
 
+# slurmctld 26.05.5 drains a dynamic node that registers `Topology=` for a unit its topology.yaml lacks
+# (seen in the emulator: "create_dynamic_reg_node Invalid node topology specified default:b2 ignored").
+TOPOLOGY_FAILED = "Failed to set topology '{}'"
+
+
+def topology_may_lift(state: NodeState, value: str) -> bool:
+    """topology-sync may lift slurmctld's drain for a failed `Topology=` once it has set that value."""
+    return state.drained and state.reason == TOPOLOGY_FAILED.format(value)
+
+
 def reaper_may_delete(state: NodeState) -> bool:
     """A dynamic node whose pod is gone: not responding, and no reason anyone chose to keep."""
     return (

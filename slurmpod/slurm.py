@@ -81,6 +81,8 @@ class SlurmClient(Protocol):
 
     def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
 
+    def set_topology(self, name: str, value: str, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
     def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str: ...
 
 
@@ -189,6 +191,12 @@ class CliSlurmClient:
 
     def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._ok(["scontrol", "reconfigure"], timeout)
+
+    def set_topology(self, name: str, value: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        # 25.05+: a node's unit in topology.yaml. Ref: https://slurm.schedmd.com/scontrol.html#OPT_Topology
+        confvalues.node_name("node", name)
+        confvalues.token("topology", value)
+        self._ok(["scontrol", "update", f"NodeName={name}", f"Topology={value}"], timeout)
 
     def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         """`sinfo --summarize`: proves the client reaches its configuration and the controller."""

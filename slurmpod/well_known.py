@@ -215,3 +215,17 @@ KERNEL_LOG = "/dev/kmsg"  # Ref: https://www.kernel.org/doc/Documentation/ABI/te
 HOOK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MUNGE_BIN = "/usr/bin/munge"  # Debian's munge package
 UNMUNGE_BIN = "/usr/bin/unmunge"
+
+# --- Topology at the controller (issue 9): rendered at start, kept in sync by `daemon topology-sync` ---
+# The files slurmctld reads: topology.conf before 25.05, topology.yaml from 25.05 (where both exist,
+# topology.yaml wins). Ref: https://slurm.schedmd.com/topology.yaml.html
+TOPOLOGY_CONF = f"{SLURM_ETC}/topology.conf"
+TOPOLOGY_YAML = f"{SLURM_ETC}/topology.yaml"
+# Set by users (or Slinky-style webhooks) on worker pods: the pod's placement path, "block1/host3" or
+# "topo:unit"; the downward-API `annotations` file carries it to the worker. The label of the same key
+# (LABEL_TOPOLOGY) is read too.
+ANNOTATION_TOPOLOGY = LABEL_TOPOLOGY
+# The key of a worker's `slurmd --extra` JSON that carries its placement path to slurmctld, where the
+# controller's topology-sync reads it back (`scontrol show nodes --json`, field "extra").
+# Ref: https://slurm.schedmd.com/slurmd.html#OPT_--extra
+EXTRA_TOPOLOGY_KEY = LABEL_TOPOLOGY

@@ -4,6 +4,7 @@ Modules, each with one job (see README.md for the choices):
   model         the types that cross module boundaries (Placement, Layout, enums)
   hostlist      Slurm hostlist expressions: compress and expand
   kube          `kubectl get nodes|pods -o json` documents -> nodes and worker pods
+  annotation    the generic placement value (`block1/host3`, `unit`, `topo:unit`) of nodes and pods
   providers     provider profiles: labels of one node -> its placement path
   layout        placements -> switches and blocks (names checked, unplaced nodes handled)
   blocksizes    BlockSizes: the default, and Slurm's rules for a given list
@@ -12,5 +13,6 @@ Modules, each with one job (see README.md for the choices):
   registration  the per-node `Topology=` registration value (Slurm 25.05+)
   sync          previous rendering + current nodes/pods -> what changed and what to do
   kubeapi       a read-only Kubernetes API reader (nodes, worker pods)
+  registered    placements the workers registered with slurmctld (`slurmd --extra`) -> nodes
   render_cli    `slurmpod topology render`
 """

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from slurmpod import confvalues
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
+from slurmpod.topology import annotation
 from slurmpod.topology.kube import KubeNode
 from slurmpod.topology.model import Provider
 
@@ -66,22 +67,13 @@ def _unit(node: str, key: str, value: str) -> str:
 
 
 def _generic(node: KubeNode) -> tuple[tuple[str, ...], str] | None:
-    """``slurmpod.io/topology: block1/host3``: levels then the host; one element is the block only.
-
-    The ``topo:unit`` form a worker pod's label may carry (entrypoints/nodespec.py) means that unit here.
-    """
+    """``slurmpod.io/topology``: ``block1/host3`` (levels then the host), ``block1``, or ``topo:unit``
+    (that unit); the forms are those of topology/annotation.py, shared with worker pods."""
     raw = node.labels.get(wk.LABEL_TOPOLOGY)
     if raw is None:
         return None
-    if ":" in raw:
-        field = f"node {node.name} label {wk.LABEL_TOPOLOGY}"
-        topo, _, unit = raw.partition(":")
-        confvalues.name(field, topo)
-        return (confvalues.name(field, unit),), node.name
-    parts = tuple(_unit(node.name, wk.LABEL_TOPOLOGY, part) for part in raw.split("/"))
-    if len(parts) == 1:
-        return parts, node.name
-    return parts[:-1], parts[-1]
+    value = annotation.parse(f"node {node.name} label {wk.LABEL_TOPOLOGY}", raw)
+    return value.levels, value.host or node.name
 
 
 def _slinky(node: KubeNode, topology: str | None) -> tuple[tuple[str, ...], str] | None:

@@ -10,11 +10,11 @@ Ref: https://slurm.schedmd.com/topology.yaml.html
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from slurmpod import confvalues
 from slurmpod.topology import hostlist
-from slurmpod.topology.model import Format, Layout
+from slurmpod.topology.model import UNPLACED_UNIT, Block, Format, Layout
 
 HEADER = "# Written by slurmpod topology from Kubernetes node labels; do not edit.\n"
 DEFAULT_NAME = "default"  # the name nodespec gives a bare Topology= unit (entrypoints/nodespec.py)
@@ -33,9 +33,16 @@ def _value(text: str) -> str:
 
 
 def render(layout: Layout, plugin: Format, sizes: Sequence[int] = (), *, name: str = DEFAULT_NAME,
-           with_nodes: bool = True) -> str:
+           with_nodes: bool = True, listed: Collection[str] | None = None) -> str:
     """topology.yaml for ``plugin`` (TREE or BLOCK). ``with_nodes=False`` writes the units only: nodes
-    then join them through their `Topology=` registration value (dynamic topology)."""
+    then join them through their `Topology=` registration value (dynamic topology). ``listed`` limits
+    the nodes written to those (the rest join by registration); None writes every node."""
+
+    def shown(nodes: Sequence[str]) -> tuple[str, ...]:
+        if not with_nodes:
+            return ()
+        return tuple(nodes) if listed is None else tuple(n for n in nodes if n in listed)
+
     topo = _value(confvalues.name("topology name", name))
     out = [HEADER, f"- topology: {topo}\n", "  cluster_default: true\n"]
     if plugin is Format.TREE:
@@ -44,17 +51,23 @@ def render(layout: Layout, plugin: Format, sizes: Sequence[int] = (), *, name: s
             out.append(f"      - switch: {_value(switch.name)}\n")
             if switch.switches:
                 out.append(f"        children: {_value(hostlist.compress(switch.switches))}\n")
-            if switch.nodes and with_nodes:
-                out.append(f"        nodes: {_value(hostlist.compress(switch.nodes))}\n")
+            if shown(switch.nodes):
+                out.append(f"        nodes: {_value(hostlist.compress(shown(switch.nodes)))}\n")
     elif plugin is Format.BLOCK:
         out.append("  block:\n")
+        blocks = layout.blocks
+        if not blocks:
+            # No node placed yet (a controller starting before any worker): Debian's slurmctld 26.05.5
+            # exits on a block topology without blocks ("fatal: No blocks configured"), and on blocks
+            # without nodes unless block_sizes is set. One empty block of base size 1 keeps it up.
+            blocks, sizes = (Block(UNPLACED_UNIT, ()),), (1,)
         if sizes:
             out.append("    block_sizes:\n" + "".join(f"      - {int(s)}\n" for s in sizes))
         out.append("    blocks:\n")
-        for b in layout.blocks:
+        for b in blocks:
             out.append(f"      - block: {_value(b.name)}\n")
-            if with_nodes:
-                out.append(f"        nodes: {_value(hostlist.compress(b.nodes))}\n")
+            if shown(b.nodes):
+                out.append(f"        nodes: {_value(hostlist.compress(shown(b.nodes)))}\n")
     else:
         raise ValueError(f"topology.yaml holds a tree or a block topology, not {plugin}")
     return "".join(out)

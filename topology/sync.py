@@ -39,6 +39,9 @@ class Settings:
     unplaced: Unplaced = Unplaced.OWN_BLOCK
     block_sizes: tuple[int, ...] = ()  # empty: blocksizes.default
     slinky_topology: str | None = None  # which pair of a Slinky annotation; None: the first
+    # topology.yaml: list placed nodes too (a file for static nodes); False when each placed node
+    # registers its own Topology= (the controller's slurm source on 25.05+)
+    list_placed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +62,14 @@ def render(nodes: Sequence[kube.KubeNode], pods: Sequence[kube.WorkerPod] | None
     sizes = (blocksizes.validate(settings.block_sizes, counts) if settings.block_sizes
              else blocksizes.default(counts)) if settings.plugin is Format.BLOCK else ()
     if version.node_topology:
-        return render_yaml.render(lay, settings.plugin, sizes), registration.values(lay, version)
+        # Without list_placed, a placed node registers its own `Topology=` (entrypoints/nodespec.py) and
+        # joins its unit by it; the file lists only the units and the unplaced nodes. Listing a placed
+        # node as well makes slurmctld re-apply the same block to it, which drops it from the aggregate
+        # bitmap: block-aware placement then silently stops for it (reported for 25.11.3 to 26.05.3,
+        # "topology_p_add_rm_node() ... no-op path"; scontrol show topology still looks right).
+        listed = None if settings.list_placed else frozenset(unplaced)
+        text = render_yaml.render(lay, settings.plugin, sizes, listed=listed)
+        return text, registration.values(lay, version)
     if settings.plugin is Format.TREE:
         return render_conf.tree(lay), None
     return render_conf.block(lay, sizes), None

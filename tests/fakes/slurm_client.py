@@ -164,6 +164,10 @@ class FakeSlurm:
     def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._enter("reconfigure", timeout)
 
+    def set_topology(self, name: str, value: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._enter("set_topology", timeout, name, value)
+        self._set(name, topology=value)
+
     def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         self._enter("sinfo_summary", timeout)
         return "main* up infinite 0/1/0/1 w-0\n"

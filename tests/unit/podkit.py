@@ -123,7 +123,7 @@ SPEC_PREEMPT = """\
 clusterName: gpu-farm
 auth: munge
 cgroups: true
-topologyPlugin: block
+topologyPlugin: tree
 maxNodes: 512
 nodeTimeoutSeconds: 600
 nodesets:

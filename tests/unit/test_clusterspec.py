@@ -38,7 +38,7 @@ def test_full_spec() -> None:
     spec = cluster_spec.parse(yaml.safe_load(podkit.SPEC_PREEMPT))
     assert (spec.cluster_name, spec.topology_plugin, spec.max_nodes, spec.node_timeout_seconds, spec.cgroups) == (
         "gpu-farm",
-        "block",
+        "tree",
         512,
         600,
         True,

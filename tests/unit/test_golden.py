@@ -18,9 +18,11 @@ from podkit import Machine
 
 from slurmpod import __version__, hardware, podinfo
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, nodespec, programs, render, start
+from slurmpod.entrypoints import cluster_spec, nodespec, programs, render, start, topology_sync
 from slurmpod.hardware import Gpu
+from slurmpod.nodestate import NodeState
 from slurmpod.slurm_version import SlurmVersion
+from slurmpod.topology import kube, registered
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("SLURMPOD_UPDATE_GOLDEN") == "1"
@@ -156,3 +158,29 @@ def test_run_scripts(tmp_path: Path) -> None:
         f"=== {p.name} (priority {p.priority}, user {p.user}, restart {p.restart})\n{p.script}" for p in scripts
     )
     check_golden("run-scripts.sh.txt", text)
+
+
+class _Registered:
+    """Four workers in two blocks as slurmctld reports them (their `slurmd --extra` placements)."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def read(self) -> tuple[tuple[kube.KubeNode, ...], None]:
+        states = [NodeState(f"gpu-farm-worker-{i}", "IDLE",
+                            extra=f'{{"{wk.EXTRA_TOPOLOGY_KEY}": "b{i // 2 + 1}/host{i}"}}')
+                  for i in range(self.count)]
+        return registered.kube_nodes(states), None
+
+
+@pytest.mark.parametrize(("version", "plugin", "workers"), [
+    ("24.11", "tree", 0), ("24.11", "tree", 4), ("26.05", "block", 0), ("26.05", "block", 4),
+    ("26.05", "tree", 4),
+], ids=["24.11-tree-start", "24.11-tree-4", "26.05-block-start", "26.05-block-4", "26.05-tree-4"])
+def test_controller_topology(version: str, plugin: str, workers: int) -> None:
+    """What the controller writes at start (no worker registered yet) and once four have registered."""
+    spec = cluster_spec.parse({"topologyPlugin": plugin})
+    tgt = topology_sync.target(spec, SlurmVersion.parse(version))
+    assert tgt is not None
+    text = topology_sync.render_now(tgt, _Registered(workers) if workers else None)
+    check_golden(f"topology.{version}-{plugin}-{workers}w.{tgt.path.name.rsplit('.', 1)[1]}", text)

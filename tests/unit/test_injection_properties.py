@@ -10,6 +10,7 @@ and every run script.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -150,7 +151,8 @@ WORKER_VALID = {
     "features": st.lists(FEATURE, max_size=4).map(" , ".join),
     "weight": st.one_of(st.none(), st.integers(1, nodespec.MAX_WEIGHT).map(lambda n: f" {n} ")),
     "nodeset": FEATURE,
-    "topology": st.one_of(st.none(), st.just(""), st.just("  "), NAME, st.tuples(NAME, NAME).map(":".join)),
+    "topology": st.one_of(st.none(), st.just(""), st.just("  "), NAME, st.tuples(NAME, NAME).map(":".join),
+                          st.lists(NAME, min_size=2, max_size=3).map("/".join)),
     "pod_name": DNS_LABEL,
     "controller": HOST,
 }
@@ -202,7 +204,8 @@ def test_worker_inputs_cannot_add_lines_or_keys(
         assert conf["Weight"] == str(int(weight.strip()))
     unit = (topology or "").strip()
     if unit:
-        assert conf["Topology"] == (unit if ":" in unit else f"default:{unit}")
+        parts = unit.split("/")  # the path form: the innermost unit, before the host
+        assert conf["Topology"] == (unit if ":" in unit else f"default:{parts[-2] if len(parts) > 1 else unit}")
     else:
         assert "Topology" not in conf
     assert set(conf) == set(SHAPE_KEYS) | {"Features"} | ({"Weight"} if weight is not None else set()) | (
@@ -217,11 +220,15 @@ def test_worker_inputs_cannot_add_lines_or_keys(
     assert plan.supervisord_conf == base.supervisord_conf
     for prog, base_prog in zip(plan.programs, base.programs, strict=True):
         assert prog.name == base_prog.name
-        same_script_shape(prog.script, base_prog.script)
+        if prog.name != "slurmd" or not unit:  # a placement adds `--extra JSON`: two more words
+            same_script_shape(prog.script, base_prog.script)
     slurmd = next(p for p in plan.programs if p.name == "slurmd")
     argv = shlex.split(slurmd.script.splitlines()[-1])
-    assert argv[:-3] == ["exec", "/usr/sbin/slurmd", "-D", "-Z", "--conf-server"]
-    assert argv[-2:] == ["--conf", plan.node.conf_string()]
+    tail = ["--conf", plan.node.conf_string(), *(["--extra", plan.node.extra or ""] if unit else [])]
+    assert argv[:5] == ["exec", "/usr/sbin/slurmd", "-D", "-Z", "--conf-server"]
+    assert argv[6:] == tail
+    if unit:
+        assert json.loads(plan.node.extra or "") == {wk.EXTRA_TOPOLOGY_KEY: unit}
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_MemSpecLimit
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import podkit
@@ -166,6 +167,9 @@ def test_slinky_env(tmp_path: Path) -> None:
         (V25, "topo-net:s1", None, "topo-net:s1"),
         (V26, None, "rack3", "default:rack3"),
         (V26, "blk:b7", "rack3", "blk:b7"),
+        (V26, None, "block1/host3", "default:block1"),
+        (V25, "spine1/block1/host3", None, "default:block1"),
+        (V24, "spine1/block1/host3", None, None),
     ],
     ids=[
         "25.05-empty-env",
@@ -177,6 +181,9 @@ def test_slinky_env(tmp_path: Path) -> None:
         "25.05-named",
         "26.05-label",
         "26.05-env-over-label",
+        "26.05-label-path",
+        "25.05-env-path-innermost-unit",
+        "24.11-path-never",
     ],
 )
 def test_topology(
@@ -273,3 +280,36 @@ def test_no_gpus_no_gres(tmp_path: Path) -> None:
     spec = nodespec.build(pod, _gpu_host(()), V24)
     assert "Gres" not in spec.conf_string()
     assert spec.gres_conf() == ""
+
+
+@pytest.mark.parametrize("version", [V24, V26], ids=["24.11", "26.05"])
+@pytest.mark.parametrize("source", ["annotation", "label", "env"])
+def test_placement_reaches_slurmd_extra(tmp_path: Path, version: SlurmVersion, source: str) -> None:
+    """The pod's placement, in any form, reaches slurmctld as `slurmd --extra` JSON on every version."""
+    labels, annotations, env = podkit.worker_labels(), {}, {}
+    if source == "annotation":
+        annotations[wk.ANNOTATION_TOPOLOGY] = "block1/host3"
+    elif source == "label":
+        labels[wk.LABEL_TOPOLOGY] = "block1/host3"
+    else:
+        env["SLINKY_TOPOLOGY"] = "block1/host3"
+    spec = _node(tmp_path, version=version, labels=labels, annotations=annotations, **env)
+    assert spec.extra is not None
+    assert json.loads(spec.extra) == {wk.EXTRA_TOPOLOGY_KEY: "block1/host3"}
+    assert (spec.topology is not None) is version.node_topology
+
+
+@pytest.mark.parametrize("bad", ["block 1/host3", "b1//h3", "b1/h3\nNodeName=x", "topo:", "a:b:c"],
+                         ids=["space", "empty-part", "newline", "empty-unit", "two-colons"])
+def test_bad_placement_is_bad_input_on_every_version(tmp_path: Path, bad: str) -> None:
+    labels = podkit.worker_labels()
+    labels[wk.LABEL_TOPOLOGY] = bad
+    for version in (V24, V26):
+        with pytest.raises(BadInput) as err:
+            _node(tmp_path, version=version, labels=labels)
+        assert wk.LABEL_TOPOLOGY in err.value.problems[0].field
+
+
+def test_no_placement_no_extra(tmp_path: Path) -> None:
+    spec = _node(tmp_path, version=V26)
+    assert spec.extra is None

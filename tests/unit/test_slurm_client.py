@@ -47,6 +47,7 @@ CALLS: dict[str, Callable[[CliSlurmClient], object]] = {
     "start_now": lambda c: c.start_now([7, 8]),
     "delete_node": lambda c: c.delete_node("w-0"),
     "reconfigure": lambda c: c.reconfigure(),
+    "set_topology": lambda c: c.set_topology("w-0", "default:b1"),
     "sinfo_summary": lambda c: c.sinfo_summary(),
 }
 READERS = ["nodes", "node", "jobs_on_node"]
@@ -199,3 +200,9 @@ def test_reason_arg_keeps_the_reason_exactly(reason: str) -> None:
 def test_reason_arg_refuses_what_is_not_one_line(reason: str) -> None:
     with pytest.raises(ValueError, match="one non-empty line"):
         reason_arg(reason)
+
+
+def test_set_topology_argv() -> None:
+    runner = FakeRunner()
+    CliSlurmClient(runner).set_topology("w-0", "default:b1", timeout=7)
+    assert runner.calls == [(("scontrol", "update", "NodeName=w-0", "Topology=default:b1"), 7)]

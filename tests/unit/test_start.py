@@ -100,8 +100,11 @@ def test_controller_plan(tmp_path: Path) -> None:
     assert {wk.SLURM_CONF, f"{wk.SLURM_ETC}/cgroup.conf"} <= set(files)
     assert "ClusterName=gpu-farm\n" in files[wk.SLURM_CONF]
     assert f"SlurmctldHost={podkit.CONTROLLER}\n" in files[wk.SLURM_CONF]
-    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper"]
-    assert "--node-timeout 600" in p.programs[-1].script
+    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "topology-sync"]
+    assert "--node-timeout 600" in p.programs[2].script
+    # topologyPlugin tree on 24.11: topology.conf before slurmctld starts; no worker has registered yet
+    assert files[wk.TOPOLOGY_CONF].startswith("# Written by slurmpod topology")
+    assert "TopologyPlugin=topology/tree\n" in files[wk.SLURM_CONF]
     assert p.node is None
     assert wk.STATE_SAVE_LOCATION in {d.path for d in p.dirs}
 
@@ -259,3 +262,40 @@ def test_dry_run_via_env_twin(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "program: slurmd" in proc.stdout
+
+
+@pytest.mark.parametrize(("version", "plugin", "path", "absent"), [
+    ("24.11", "tree", wk.TOPOLOGY_CONF, wk.TOPOLOGY_YAML),
+    ("26.05", "block", wk.TOPOLOGY_YAML, wk.TOPOLOGY_CONF),
+    ("26.05", "tree", wk.TOPOLOGY_YAML, wk.TOPOLOGY_CONF),
+], ids=["24.11-tree-conf", "26.05-block-yaml", "26.05-tree-yaml"])
+def test_controller_renders_topology_before_slurmctld(tmp_path: Path, version: str, plugin: str, path: str,
+                                                      absent: str) -> None:
+    spec = podkit.SPEC_BASIC.replace("topologyPlugin: none", f"topologyPlugin: {plugin}")
+    pod = podkit.make_pod(tmp_path, "controller", spec=spec)
+    p = _plan(pod, "controller", SLURMPOD_CONTROLLER=None, SLURMPOD_SLURM_VERSION=version)
+    files = {f.path: f.content for f in p.files}
+    assert path in files and absent not in files
+    assert "topology-sync" in [prog.name for prog in p.programs]
+
+
+def test_block_on_24_11_fails_pod_start_naming_the_field(tmp_path: Path) -> None:
+    spec = podkit.SPEC_BASIC.replace("topologyPlugin: none", "topologyPlugin: block")
+    pod = podkit.make_pod(tmp_path, "controller", spec=spec)
+    with pytest.raises(BadInput) as err:
+        _plan(pod, "controller", SLURMPOD_CONTROLLER=None, SLURMPOD_SLURM_VERSION="24.11")
+    assert err.value.problems[0].field == "topologyPlugin"
+
+
+def test_no_topology_plugin_no_file_no_sync(tmp_path: Path) -> None:
+    p = _plan(podkit.make_pod(tmp_path, "controller"), "controller", SLURMPOD_CONTROLLER=None)
+    assert not {wk.TOPOLOGY_CONF, wk.TOPOLOGY_YAML} & {f.path for f in p.files}
+    assert "topology-sync" not in [prog.name for prog in p.programs]
+
+
+def test_api_source_without_api_access_fails_start_naming_it(tmp_path: Path) -> None:
+    spec = podkit.SPEC_BASIC.replace("topologyPlugin: none", "topologyPlugin: tree\ntopology: {source: api}")
+    pod = podkit.make_pod(tmp_path, "controller", spec=spec)
+    with pytest.raises(BadInput) as err:
+        _plan(pod, "controller", SLURMPOD_CONTROLLER=None, KUBERNETES_SERVICE_HOST=None)
+    assert wk.ENV_KUBERNETES_SERVICE_HOST in err.value.problems[0].field

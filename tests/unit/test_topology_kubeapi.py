@@ -11,8 +11,10 @@ from typing import ClassVar
 
 import pytest
 import topokit
+from fakes.slurm_client import FakeSlurm
 
 from slurmpod import well_known as wk
+from slurmpod.entrypoints import cluster_spec, topology_sync
 from slurmpod.errors import BadInput, PermanentError, TransientError
 from slurmpod.slurm_version import SlurmVersion
 from slurmpod.topology import kube, kubeapi, sync
@@ -100,3 +102,24 @@ def test_in_cluster_settings(tmp_path: Path) -> None:
         kubeapi.in_cluster({}, tmp_path)
     with pytest.raises(BadInput, match="token"):
         kubeapi.in_cluster(env, tmp_path / "missing")
+
+
+def test_topology_sync_api_source_reconfigures_once(api: tuple[str, type[_Api]], tmp_path: Path) -> None:
+    """The controller's `source: api`: recorded nodes + worker pods from the local API -> the file, once."""
+    url, handler = api
+    pods = topokit.pod_list([topokit.pod("slurm-worker-0", "worker-0"), topokit.pod("slurm-worker-1", "worker-3")])
+    handler.routes["/api/v1/nodes"] = (200, RECORDED.read_bytes())
+    handler.routes["/api/v1/namespaces/slurm/pods?labelSelector=slurmpod.io%2Frole%3Dworker"] = (
+        200, json.dumps(pods).encode())
+    spec = cluster_spec.parse({"topologyPlugin": "tree", "topology": {"source": "api", "provider": "slinky"}})
+    tgt = topology_sync.target(spec, SlurmVersion(24, 11))
+    assert tgt is not None
+    tgt = topology_sync.Target(tmp_path / "topology.conf", tgt.settings, tgt.version)
+    source = topology_sync.ApiSource(kubeapi.Reader(kubeapi.Settings(url, TOKEN, None)), "slurm")
+    slurm = FakeSlurm()
+    assert topology_sync.sync_once(slurm, tgt, source).changed
+    assert not topology_sync.sync_once(slurm, tgt, source).changed
+    assert len(slurm.called("reconfigure")) == 1
+    text = tgt.path.read_text()
+    assert "slurm-worker-0" in text and "slurm-worker-1" in text
+    assert all(method == "GET" for method, _, _ in handler.seen)
