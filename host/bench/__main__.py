@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod_host.bench import builds, startup, topology
+from slurmpod_host.bench import builds, health, startup, topology
 from slurmpod_host.bench.report import Report
 from slurmpod_host.cluster import cli as cluster_cli
 from slurmpod_host.cluster import runtime
@@ -24,14 +24,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold builds (they run debootstrap)")
     parser.add_argument("--skip-builds", action="store_true",
                         help="skip every build figure (cold, rebuild, sizes): start-up figures only")
+    parser.add_argument("--startup-only", action="store_true",
+                        help="only the pod start-up figures (start to IDLE, preStop) on built images")
     parser.add_argument("--trials", type=int, default=5)
     args = parser.parse_args(argv)
     flavors = args.flavor or ["24.11", "26.05"]
     repo = image_build.find_repo()
     report = Report()
-    # No Docker: parse, place, lay out and render 10,000 labelled nodes per format (issue 9: under 1 s).
-    topology.render_10k_nodes(report, trials=args.trials)
-    for flavor in [] if args.skip_builds else flavors:
+    if not args.startup_only:
+        # No Docker: parse, place, lay out and render 10,000 labelled nodes per format (issue 9: under 1 s).
+        topology.render_10k_nodes(report, trials=args.trials)
+        # No Docker: a full periodic health run on 8 GPUs of the C fake libnvidia-ml (issue 7: under 1 s).
+        health.periodic_on_fake_gpus(report, repo, args.trials)
+    for flavor in [] if args.skip_builds or args.startup_only else flavors:
         if not args.skip_cold:
             builds.cold_build(report, flavor, get_flavor(flavor).suite, repo)
         builds.rebuild_after_python_change(report, flavor, repo)
