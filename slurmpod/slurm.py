@@ -27,7 +27,9 @@ NODE_NOT_FOUND_MARKERS = ("Invalid node name specified", "not found")
 # What the Slurm commands print when they could not reach slurmctld (as opposed to slurmctld answering
 # with an error). Ref: slurm_strerror(SLURM_COMMUNICATIONS_CONNECTION_ERROR, SLURMCTLD_COMMUNICATIONS_*)
 UNREACHABLE_MARKERS = ("Unable to contact slurm controller", "Socket timed out", "Zero Bytes were transmitted",
-                       "Connection refused", "Communication connection failure", "timed out")
+                       "Connection refused", "Communication connection failure", "timed out",
+                       # a configless client (worker, login) that cannot fetch slurm.conf from slurmctld
+                       "Could not establish a configuration source", "failed to fetch config")
 # The job states in which a job holds a node. Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 ACTIVE_JOB_STATES = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
 
