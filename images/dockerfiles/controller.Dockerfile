@@ -21,5 +21,28 @@ RUN set -- /usr/share/slurmpod/wheelhouse/pip-*.whl; \
     rm -rf /tmp/slurmpod-wheel; \
     ln -sf /opt/slurmpod/bin/slurmpod /usr/local/bin/slurmpod
 
+# job_submit_slurmpod.so (JobSubmitPlugins=slurmpod), compiled here against this image's own Slurm headers:
+# slurmctld loads a plugin only when its plugin_version equals SLURM_VERSION_NUMBER, micro included.
+# Ref: https://slurm.schedmd.com/job_submit_plugins.html
+# The venv's Python builds it, so the plugin embeds that interpreter and its site-packages. cffi compiles
+# through setuptools (not in the venv: Debian's python3-setuptools, on PYTHONPATH for this step only).
+# The compilers and -dev packages leave in this same RUN; libpython3.X (the plugin dlopen()s it) stays.
+# The plugin directory is where Debian's slurmctld keeps its own job_submit plugins.
+ARG BUILD_PACKAGES
+RUN apt-get update; \
+    apt-get install -y --no-install-recommends $BUILD_PACKAGES; \
+    libpython="libpython$(/opt/slurmpod/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')"; \
+    apt-mark manual "$libpython" >/dev/null; \
+    plugindir="$(dirname "$(dpkg -L slurm-wlm-basic-plugins | grep '/job_submit_lua.so$')")"; \
+    PYTHONPATH=/usr/lib/python3/dist-packages /opt/slurmpod/bin/python -m slurmpod.slurm_plugins.build_plugin \
+        --out /tmp/slurmpod-plugin >/dev/null; \
+    install -m 0644 /tmp/slurmpod-plugin/job_submit_slurmpod.so "$plugindir/job_submit_slurmpod.so"; \
+    rm -rf /tmp/slurmpod-plugin; \
+    apt-get purge -y --auto-remove $BUILD_PACKAGES; \
+    rm -f /etc/munge/munge.key; \
+    test -e "$plugindir/job_submit_slurmpod.so"; \
+    apt-get clean; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
+
 ENTRYPOINT ["slurmpod", "entrypoint", "controller"]
 CMD []
