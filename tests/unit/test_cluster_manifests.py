@@ -51,6 +51,7 @@ def test_bundle_has_every_object() -> None:
     kinds = sorted((d.kind, d.name) for d in DOCS)
     assert kinds == [
         ("ConfigMap", "cluster"),
+        ("ConfigMap", "policy"),
         ("PersistentVolumeClaim", "home"),
         ("Service", "slurm"),
         ("StatefulSet", "controller"),
@@ -72,6 +73,16 @@ def test_manifests_ship_no_secret() -> None:
     assert BUNDLE.of_kind("Secret") == ()
     kust = (DEPLOY / "kustomization.yaml").read_text()
     assert "secretGenerator" not in kust
+
+
+def test_controller_mounts_the_policy_where_the_plugin_reads_it() -> None:
+    sts = STATEFULSETS["controller"]
+    mounts = {m["name"]: m for m in _container(sts)["volumeMounts"]}
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["policy"]["configMap"]["name"] == "policy"
+    assert (mounts["policy"]["mountPath"], mounts["policy"]["readOnly"]) == (str(Path(wk.POLICY_FILE).parent), True)
+    cm = BUNDLE.find("ConfigMap", "policy")
+    assert cm is not None and Path(wk.POLICY_FILE).name in cm.body["data"]
 
 
 def test_configmap_holds_the_cluster_spec() -> None:
