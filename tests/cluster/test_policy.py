@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterkit import NAME, Session
+from clusterkit import NAME, WORKERS, Session, all_idle, wait_for
 
 from slurmpod import well_known as wk
 
@@ -154,6 +154,71 @@ def test_policy_edited_live_takes_effect_on_the_next_submission(session: Session
     code, _, err = _sbatch(session, "-t", "30")
     assert code != 0 and "cap of 10 min" in err
     assert _slurmctld_pid(session) == pid  # no restart, no reconfigure
+
+
+# The shipped cluster spec's partitions over the same two workers: preempt (PriorityTier 1,
+# PreemptMode=REQUEUE, GraceTime 30), main (2), high (3). Ref: https://slurm.schedmd.com/preempt.html
+PREEMPTION = """
+tiers:
+  - name: preemptible
+    partitions: [preempt]
+    requeue: true
+  - name: normal
+    partitions: [main]
+  - name: high
+    partitions: [high]
+defaultTier: normal
+"""
+# Worst cases, bounded and printed rather than asserted as timings: a start waits at most one scheduling
+# pass (the main loop runs it at least every 60 s, backfill every 30 s by default); a preempted batch job
+# is killed at once by SIGTERM (`sleep`), inside GraceTime (30 s); a requeued job may be held back up to
+# the credential lifetime (120 s by default) before it is eligible again, then runs 20 s.
+# Ref: https://slurm.schedmd.com/sched_config.html, https://slurm.schedmd.com/slurm.conf.html#OPT_GraceTime
+START_WAIT_S = 90.0
+PREEMPT_WAIT_S = 120.0
+REQUEUE_COMPLETE_WAIT_S = 300.0
+
+
+def _state(session: Session, job_id: str) -> tuple[str, int]:
+    job = _job(session, job_id)
+    return job["JobState"], int(job.get("Restarts", "0"))
+
+
+def test_high_tier_preempts_a_preemptible_job_which_is_requeued_and_completes(
+        session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": PREEMPTION})
+    all_idle(session)
+    both = ("-N", str(WORKERS), "--exclusive", "-o", "/dev/null")
+    low = session.as_researcher("sbatch", "--parsable", "-p", "preempt", *both, "-t", "10", "--wrap", "sleep 20")
+    assert low.code == 0, low.stderr
+    low_id = low.stdout.strip().split(";")[0]
+    high_id = ""
+    try:
+        _, took = wait_for(f"job {low_id} running", lambda: _state(session, low_id)[0] == "RUNNING" or None,
+                           START_WAIT_S, poll=1.0)
+        print(f"preemptible job {low_id} running after {took:.1f} s (bound {START_WAIT_S:.0f} s)")
+        assert _job(session, low_id)["Requeue"] == "1"  # forced on by the preemptible tier
+        high = session.as_researcher("sbatch", "--parsable", "-p", "high", *both, "-t", "5", "--wrap", "sleep 5")
+        assert high.code == 0, high.stderr
+        high_id = high.stdout.strip().split(";")[0]
+
+        def preempted() -> bool | None:
+            restarts, high_state = _state(session, low_id)[1], _state(session, high_id)[0]
+            return (restarts >= 1 and high_state in ("RUNNING", "COMPLETED")) or None
+
+        _, took = wait_for(f"job {low_id} preempted by {high_id}", preempted, PREEMPT_WAIT_S, poll=1.0)
+        print(f"high-tier job {high_id} running, {low_id} requeued, after {took:.1f} s (bound {PREEMPT_WAIT_S:.0f} s)")
+        assert _state(session, low_id)[0] not in ("CANCELLED", "FAILED", "PREEMPTED")
+
+        _, took = wait_for(f"job {low_id} completed after its requeue",
+                           lambda: _state(session, low_id)[0] == "COMPLETED" or None, REQUEUE_COMPLETE_WAIT_S, poll=1.0)
+        print(f"requeued job {low_id} completed {took:.1f} s later (bound {REQUEUE_COMPLETE_WAIT_S:.0f} s)")
+        assert _state(session, high_id)[0] == "COMPLETED"
+        assert _state(session, low_id)[1] >= 1
+    finally:
+        for job_id in (low_id, high_id):
+            if job_id:
+                _cancel(session, job_id)
 
 
 SUBMITTERS, JOBS_EACH = 8, 500

@@ -95,6 +95,17 @@ def test_configmap_holds_the_cluster_spec() -> None:
     assert spec["nodesets"] == [{"name": "workers", "feature": "workers"}]
 
 
+def test_shipped_partitions_are_the_policys_tiers() -> None:
+    """Every partition the shipped policy names exists, and their PriorityTiers follow the tier order."""
+    cm, policy_cm = BUNDLE.find("ConfigMap", "cluster"), BUNDLE.find("ConfigMap", "policy")
+    assert cm is not None and policy_cm is not None
+    tiers = {p["name"]: p for p in yaml.safe_load(cm.body["data"]["cluster.yaml"])["partitions"]}
+    policy = yaml.safe_load(policy_cm.body["data"]["policy.yaml"])
+    ranks = [max(tiers[name]["priorityTier"] for name in tier["partitions"]) for tier in policy["tiers"]]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks), ranks
+    assert tiers["preempt"]["preemptMode"] == "REQUEUE"
+
+
 CONTRACT_FIELD_REFS = {
     wk.ENV_POD_NAME: "metadata.name",
     wk.ENV_POD_NAMESPACE: "metadata.namespace",
