@@ -11,6 +11,7 @@ at the end.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -38,6 +39,9 @@ RAISING = "rules: [{file: rules.py, function: rule}]\n"
 RAISING_RULE = "def rule(job, decision):\n    raise RuntimeError('quota service unreachable')\n"
 
 
+_STAMPS = itertools.count(1)
+
+
 class PolicyVolume:
     """The controller's mounted `policy` ConfigMap, updated in kubelet's atomic-writer way."""
 
@@ -46,11 +50,9 @@ class PolicyVolume:
             / POLICY_VOLUME
         assert (self.base / "..data").is_symlink(), f"no `{POLICY_VOLUME}` volume on the controller: {self.base}"
         self.original = os.readlink(self.base / "..data")
-        self.count = 0
 
     def publish(self, files: dict[str, str]) -> None:
-        self.count += 1
-        stamp = f"..test_{os.getpid()}_{self.count}"
+        stamp = f"..test_{os.getpid()}_{next(_STAMPS)}"  # unique across tests: each gets a new PolicyVolume
         (self.base / stamp).mkdir(mode=0o755)
         for name, text in files.items():
             (self.base / stamp / name).write_text(text, encoding="utf-8")
