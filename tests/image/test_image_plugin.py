@@ -57,6 +57,8 @@ def test_plugin_links_the_venvs_libpython(hosts: dict[str, Any]) -> None:
     host = hosts["controller"]
     pyver = host.check_output("/opt/slurmpod/bin/python -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'")
     assert host.package(f"libpython{pyver}").is_installed  # the plugin dlopen()s it in init()
+    # the embedded interpreter imports _cffi_backend from Debian's path, before any of our code runs
+    assert host.run("/usr/bin/python3 -c 'import _cffi_backend'").rc == 0
     assert host.file(f"{PLUGIN_DIR}/{wk.PLUGIN_FILE}").is_file
 
 

@@ -133,11 +133,13 @@ def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
 def test_controller_compiles_the_plugin_with_the_venv_python_and_drops_the_tools() -> None:
     instrs = dockerfile("controller")
     last = [i for i in instrs if i.op in FILESYSTEM][-1]
-    assert "/opt/slurmpod/bin/python -m slurmpod.slurm_plugins.build_plugin" in last.args
+    assert "/usr/bin/python3 -c" in last.args and "build_plugin.main()" in last.args  # Debian's cffi
+    assert 'sys.path.append' in last.args and '--site-dir "$site"' in last.args
     # install, compile, then remove the compilers in the same layer: none of them is left in the image
     assert last.args.index("apt-get install") < last.args.index("build_plugin") \
         < last.args.index("apt-get purge -y --auto-remove $BUILD_PACKAGES")
-    assert 'apt-mark manual "$libpython"' in last.args  # the plugin dlopen()s libpython3.X at init()
+    # the plugin dlopen()s libpython3.X at init(); its interpreter imports Debian's _cffi_backend
+    assert 'apt-mark manual "$libpython" python3-cffi-backend' in last.args
     forky = build.BuildSettings(flavor=flavors.get("26.05"), images=(), repo=Path("."), build_dir=Path("b"),
                                 log_file=Path("l"))
     assert build.build_args(forky, "controller", "unused")["BUILD_PACKAGES"].split() \
