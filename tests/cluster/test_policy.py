@@ -34,6 +34,7 @@ tiers:
     graceSignal: {signal: USR1, seconds: 120}
     maxTimeMinutes: 60
     overTime: reject
+defaultTier: preemptible  # sbatch without -p leaves job_desc.partition unset at job_submit time
 """
 RAISING = "rules: [{file: rules.py, function: rule}]\n"
 RAISING_RULE = "def rule(job, decision):\n    raise RuntimeError('quota service unreachable')\n"
