@@ -24,6 +24,11 @@ PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG")
 AUTH_TYPES = wk.AUTH_TYPES
 TOPOLOGY_PLUGINS = ("none", "tree", "block")
 SELECT_TYPES = ("cons_tres", "linear")
+# Which job_submit plugin slurmctld runs: slurmpod's Python policy (job_submit_slurmpod.so, reading the
+# mounted `policy` ConfigMap), Slurm's job_submit/lua (job_submit.lua beside slurm.conf), or none.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins
+POLICY_NONE, POLICY_SLURMPOD, POLICY_LUA = "none", "slurmpod", "lua"
+POLICIES = (POLICY_NONE, POLICY_SLURMPOD, POLICY_LUA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +97,8 @@ class ClusterSpec:
     extra_lines: tuple[str, ...]
     hooks: HooksSpec = HooksSpec()
     topology: TopologySpec = TopologySpec()
+    policy: str = POLICY_NONE
+    """One of POLICIES; absent from the document: none (deploy/'s spec turns slurmpod on)."""
 
 
 _TOP_KEYS = {
@@ -107,6 +114,7 @@ _TOP_KEYS = {
     "hooks",
     "cgroups",
     "topology",
+    "policy",
 }
 _TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
 PROVIDERS = ("auto", *(p.value for p in Provider))
@@ -229,6 +237,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
     select = p.field("select", doc.get("select", "cons_tres"), _one_of(SELECT_TYPES))
     topo = p.field("topologyPlugin", doc.get("topologyPlugin", "none"), _one_of(TOPOLOGY_PLUGINS))
     max_nodes = p.field("maxNodes", doc.get("maxNodes", 1024), _int(1, 65_000))
+    policy = p.field("policy", doc.get("policy", POLICY_NONE), _one_of(POLICIES))
     node_timeout = p.field("nodeTimeoutSeconds", doc.get("nodeTimeoutSeconds", 300), _int(10, 86_400))
 
     cgroups = doc.get("cgroups", False)
@@ -285,7 +294,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
 
     p.raise_if_any()
     if (cluster_name is None or auth is None or select is None or topo is None or max_nodes is None
-            or node_timeout is None):
+            or node_timeout is None or policy is None):
         raise AssertionError("a field failed validation without a problem recorded")
     return ClusterSpec(
         cluster_name,
@@ -300,6 +309,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         tuple(extra),
         hooks,
         topology,
+        policy,
     )
 
 

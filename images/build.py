@@ -32,6 +32,7 @@ from .flavors import (
     ALL_IMAGES,
     BASE,
     DEFAULT_FLAVOR,
+    PLUGIN_BUILD_PACKAGES,
     PYTHON_REQUIREMENTS,
     Flavor,
     get,
@@ -151,7 +152,10 @@ def build_args(settings: BuildSettings, name: str, rootfs_ref: str) -> dict[str,
             "APT_PACKAGES": packages,
             "PYTHON_REQUIREMENTS": " ".join(PYTHON_REQUIREMENTS),
         }
-    return {"BASE_IMAGE": settings.base_from(), "APT_PACKAGES": packages}
+    args = {"BASE_IMAGE": settings.base_from(), "APT_PACKAGES": packages}
+    if name == "controller":
+        args["BUILD_PACKAGES"] = " ".join(PLUGIN_BUILD_PACKAGES)
+    return args
 
 
 def make_context(name: str, into: Path, wheels: Path | None, slurmpod_wheel: Path | None) -> None:

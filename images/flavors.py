@@ -35,6 +35,13 @@ BASE_PACKAGES: tuple[str, ...] = (
     "slurm-client",
 )
 
+# What the controller image installs only to compile job_submit_slurmpod.so and removes in the same layer:
+# Slurm's headers (libslurm-dev), Python's (python3-dev, which brings libpython3.X: kept), a C compiler,
+# setuptools, through which cffi compiles, and Debian's cffi (its backend, python3-cffi-backend, stays:
+# the embedded interpreter imports it from Debian's path). Ref: https://cffi.readthedocs.io/en/stable/embedding.html
+PLUGIN_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libslurm-dev", "python3-dev", "python3-setuptools",
+                                          "python3-cffi")
+
 # Third-party Python wheels installed into the venv of the base image (from the host wheelhouse).
 PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py")
 

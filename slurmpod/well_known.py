@@ -175,11 +175,15 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # token, 
 # `policy`) mounted on the controller; SLURMPOD_POLICY (set in the controller's env) overrides the path.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins
 ENV_POLICY = "SLURMPOD_POLICY"
-POLICY_FILE = "/etc/slurmpod/policy/policy.yaml"
+# Not under /etc/slurmpod: that is the read-only cluster-spec mount, and the runtime cannot create a
+# mount point inside a read-only volume.
+POLICY_FILE = "/etc/slurmpod-policy/policy.yaml"
 # Where the plugin's C shim writes its per-call timing histogram (JSON, replaced atomically) for the bench;
-# SLURMPOD_PLUGIN_STATS (slurmctld's env) overrides it.
+# SLURMPOD_PLUGIN_STATS (slurmctld's env) overrides it. Its own directory, owned by SlurmUser (the
+# controller's entrypoint makes it): slurmctld writes there, and RUN_DIR itself stays root's.
 ENV_PLUGIN_STATS = "SLURMPOD_PLUGIN_STATS"
-PLUGIN_STATS_FILE = "/run/slurmpod/job_submit_stats.json"
+PLUGIN_STATS_DIR = "/run/slurmpod/job_submit"
+PLUGIN_STATS_FILE = f"{PLUGIN_STATS_DIR}/stats.json"
 # Set by users in `sbatch --comment`: skip topology placement, honoured only for who the policy's
 # topology.optOut lists (anyone else is rejected, so the comment never silently does nothing).
 POLICY_OPT_OUT_TOKEN = "slurmpod:no-topology"

@@ -1,4 +1,12 @@
-"""`python -m slurmpod_host.bench [--out DIR] [--skip-cold] [--flavor F ...]` (what `make bench` runs)."""
+"""`python -m slurmpod_host.bench [--out DIR] [--skip-cold] [--flavor F ...] [--only PART ...]` (`make bench`).
+
+Parts, all by default:
+  render    no Docker: 10,000-node topology rendering; periodic health and prolog runs on 8 fake GPUs
+  builds    cold and warm image builds, image sizes
+  startup   pod start to IDLE against a bare slurmd start; preStop
+  policy    submit cost of no job_submit plugin, job_submit/lua and job_submit/slurmpod, alternated
+  health    prolog cost per job in a cluster: sruns with slurmpod's hooks against sruns without
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod_host.bench import builds, health, startup, topology
+from slurmpod_host.bench import builds, health, policy, startup, topology
 from slurmpod_host.bench.report import Report
 from slurmpod_host.cluster import cli as cluster_cli
 from slurmpod_host.cluster import runtime
@@ -15,45 +23,59 @@ from slurmpod_host.images import build as image_build
 from slurmpod_host.images.flavors import get as get_flavor
 
 BENCH_CLUSTER = "spbench"
+PARTS = ("render", "builds", "startup", "policy", "health")
+_CLUSTER_PARTS = {"startup", "policy", "health"}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m slurmpod_host.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m slurmpod_host.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="bench-results")
     parser.add_argument("--flavor", action="append", help="flavors to build (default 24.11 and 26.05)")
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold builds (they run debootstrap)")
-    parser.add_argument("--skip-builds", action="store_true",
-                        help="skip every build figure (cold, rebuild, sizes): start-up figures only")
-    parser.add_argument("--startup-only", action="store_true",
-                        help="only the pod start-up figures (start to IDLE, preStop) on built images")
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--only", action="append", choices=PARTS, help="run only these parts (default: all)")
     args = parser.parse_args(argv)
     flavors = args.flavor or ["24.11", "26.05"]
+    parts = set(args.only or PARTS)
     repo = image_build.find_repo()
     report = Report()
-    if not args.startup_only:
-        # No Docker: parse, place, lay out and render 10,000 labelled nodes per format (issue 9: under 1 s).
+    if "render" in parts:
+        # Issue 9: parse, place, lay out and render 10,000 labelled nodes per format, under 1 s.
         topology.render_10k_nodes(report, trials=args.trials)
-        # No Docker: a full periodic health run on 8 GPUs of the C fake libnvidia-ml (issue 7: under 1 s).
+        # Issue 7: a full periodic health run, and a prolog run, on 8 GPUs of the C fake libnvidia-ml.
         health.periodic_on_fake_gpus(report, repo, args.trials)
-    for flavor in [] if args.skip_builds or args.startup_only else flavors:
+        health.prolog_on_fake_gpus(report, repo, args.trials)
+    for flavor in flavors if "builds" in parts else []:
         if not args.skip_cold:
             builds.cold_build(report, flavor, get_flavor(flavor).suite, repo)
         builds.rebuild_after_python_change(report, flavor, repo)
         builds.sizes(report, flavor)
 
+    if not parts & _CLUSTER_PARTS:
+        return _finish(report, Path(args.out))
     client = runtime.connect()
     cluster_cli.down(BENCH_CLUSTER)
     started = time.monotonic()
     cluster = cluster_cli.up(BENCH_CLUSTER, flavors[0], workers=2, timeout_s=300)
     report.notes.append(f"cluster up ({flavors[0]}, 2 workers) took {time.monotonic() - started:.1f} s")
     try:
-        startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
-        startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
-                        workers=list(cluster.workers))
+        if "policy" in parts:
+            policy.submit_cost(report, client, cluster.controller, cluster.login, args.trials)
+        if "startup" in parts:
+            startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
+            startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
+                            workers=list(cluster.workers))
+        if "health" in parts:
+            health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller,
+                                   login=cluster.login, worker=cluster.workers[0])
     finally:
         cluster_cli.down(BENCH_CLUSTER)
-    json_path, md_path = report.write(Path(args.out))
+    return _finish(report, Path(args.out))
+
+
+def _finish(report: Report, out: Path) -> int:
+    json_path, md_path = report.write(out)
     print(md_path.read_text(encoding="utf-8"))
     print(f"wrote {json_path} and {md_path}")
     return 0 if all(f.ok is not False for f in report.figures) else 1

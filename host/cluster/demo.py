@@ -5,6 +5,9 @@ From the login pod, as user researcher (uid 2000): `srun -N2 hostname`, then a 2
 Then a drain: the pod running a batch job is deleted the way kubectl would (its preStop hook drains
 the node and requeues the job, then SIGTERM); the job finishes on another pod and the StatefulSet's
 replacement pod rejoins IDLE.
+Last, the job_submit policy (deploy/kubernetes/policy.yaml, run by slurmctld's job_submit/slurmpod plugin)
+answers three held submissions: one accepted unchanged, one modified (the preemptible tier turns requeue on
+and adds its grace signal; `scontrol show job` shows it), one rejected with the policy's message.
 Ref: https://slurm.schedmd.com/job_array.html (%A = array job id, %a = task id in --output)
 """
 
@@ -22,6 +25,7 @@ from typing import Any, TextIO
 
 from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError
+from slurmpod.slurm_plugins.decision import Verdict
 from slurmpod_host.cluster import cli, runtime
 from slurmpod_host.images import build
 
@@ -161,6 +165,56 @@ def show_drain(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
     cli.wait_idle(client, cluster, cli.DEFAULT_UP_TIMEOUT_S, io.StringIO())
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyCase:
+    """One submission of the policy step and what the shipped policy answers."""
+
+    title: str
+    argv: tuple[str, ...]
+    verdict: Verdict
+    show: tuple[str, ...]
+    """`scontrol show job` fields printed for an accepted job."""
+
+
+# Answers of the shipped policy.yaml to the researcher (not in slurmpod-admins, no `inference` account).
+POLICY_CASES = (
+    PolicyCase("accepted: a normal-tier job, unchanged", ("-p", "main", "-t", "30"), Verdict.ACCEPT,
+               ("Partition", "TimeLimit", "Requeue")),
+    PolicyCase("modified: a preemptible job gets requeue and its grace signal", ("-p", "preempt", "-t", "30",
+               "--no-requeue"), Verdict.MODIFY, ("Partition", "TimeLimit", "Requeue")),
+    PolicyCase("rejected: the high tier is for slurmpod-admins and the inference account", ("-p", "high", "-t", "30"),
+               Verdict.REJECT, ()),
+)
+
+
+def job_fields(line: str, names: Sequence[str]) -> str:
+    """``A=1 B=2`` from one `scontrol show job -o` line, keeping ``names`` in order."""
+    fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+    return " ".join(f"{n}={fields.get(n, '?')}" for n in names)
+
+
+def show_policy(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
+    """Three held submissions through the job_submit policy: accepted, modified, rejected."""
+    login = cluster.login
+    for case in POLICY_CASES:
+        sbatch = ["sbatch", "--parsable", "--hold", "-o", "/dev/null", *case.argv, "--wrap", "true"]
+        print(f"\n$ {shlex.join(sbatch)}   # {case.title}", file=out, flush=True)
+        result = _as_researcher(client, login, sbatch, 60)
+        message = result.stderr.strip()
+        if message:
+            print(message, file=out)
+        accepted = case.verdict is not Verdict.REJECT
+        if (result.code == 0) != accepted:
+            raise PermanentError(f"policy step: {case.title}, but sbatch exited {result.code}: {message}")
+        if not accepted:
+            continue
+        job_id = result.stdout.strip().split(";")[0]
+        shown = _check(_as_researcher(client, login, ["scontrol", "show", "job", "-o", job_id], 30),
+                       f"scontrol show job {job_id}")
+        print(f"job {job_id}: {job_fields(shown, case.show)}", file=out)
+        _as_researcher(client, login, ["scancel", job_id], 30)
+
+
 def main(args: argparse.Namespace) -> int:
     out = sys.stdout
     ensure_images(args.flavor, out)
@@ -174,6 +228,7 @@ def main(args: argparse.Namespace) -> int:
         cli.wait_idle(client, cluster, cli.DEFAULT_UP_TIMEOUT_S, out)
     run_jobs(client, cluster, out)
     show_drain(client, cluster, out)
+    show_policy(client, cluster, out)
     print("\n$ sinfo", file=out)
     cli.print_sinfo(cluster, out)
     print(f"\nshell in the login pod:  docker exec -it {cluster.login} su - {wk.DEMO_USER}", file=out)

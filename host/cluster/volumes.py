@@ -209,4 +209,15 @@ def plan_volumes(
         mounts.append(Mount(source.kind, source.source, target, read_only))
         files.extend(f for f in new_files if f not in files)
         docker_volumes.extend(v for v in new_volumes if v not in docker_volumes)
+    _nested_in_read_only(mounts, f"{field}.containers[0].volumeMounts", problems)
     return VolumePlan(tuple(mounts), tuple(files), tuple(dict.fromkeys(docker_volumes)))
+
+
+def _nested_in_read_only(mounts: Sequence[Mount], field: str, problems: Problems) -> None:
+    """The runtime makes each mount point before mounting; inside a read-only volume it cannot
+    (runc: "mkdir ...: read-only file system"), so the pod would never start."""
+    read_only = [m.target.rstrip("/") for m in mounts if m.read_only]
+    for m in mounts:
+        for parent in read_only:
+            if m.target.startswith(parent + "/"):
+                problems.add(f"{field}.mountPath", m.target, f"inside the read-only mount {parent}")

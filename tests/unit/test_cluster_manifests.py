@@ -51,6 +51,7 @@ def test_bundle_has_every_object() -> None:
     kinds = sorted((d.kind, d.name) for d in DOCS)
     assert kinds == [
         ("ConfigMap", "cluster"),
+        ("ConfigMap", "policy"),
         ("PersistentVolumeClaim", "home"),
         ("Service", "slurm"),
         ("StatefulSet", "controller"),
@@ -74,6 +75,16 @@ def test_manifests_ship_no_secret() -> None:
     assert "secretGenerator" not in kust
 
 
+def test_controller_mounts_the_policy_where_the_plugin_reads_it() -> None:
+    sts = STATEFULSETS["controller"]
+    mounts = {m["name"]: m for m in _container(sts)["volumeMounts"]}
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["policy"]["configMap"]["name"] == "policy"
+    assert (mounts["policy"]["mountPath"], mounts["policy"]["readOnly"]) == (str(Path(wk.POLICY_FILE).parent), True)
+    cm = BUNDLE.find("ConfigMap", "policy")
+    assert cm is not None and Path(wk.POLICY_FILE).name in cm.body["data"]
+
+
 def test_configmap_holds_the_cluster_spec() -> None:
     cm = BUNDLE.find("ConfigMap", "cluster")
     assert cm is not None
@@ -82,6 +93,17 @@ def test_configmap_holds_the_cluster_spec() -> None:
     assert cm.body["data"][wk.CONFIG_MAP_KEY_AUTH] == spec["auth"]  # the two must agree
     assert spec["partitions"][0]["nodesets"] == ["workers"]
     assert spec["nodesets"] == [{"name": "workers", "feature": "workers"}]
+
+
+def test_shipped_partitions_are_the_policys_tiers() -> None:
+    """Every partition the shipped policy names exists, and their PriorityTiers follow the tier order."""
+    cm, policy_cm = BUNDLE.find("ConfigMap", "cluster"), BUNDLE.find("ConfigMap", "policy")
+    assert cm is not None and policy_cm is not None
+    tiers = {p["name"]: p for p in yaml.safe_load(cm.body["data"]["cluster.yaml"])["partitions"]}
+    policy = yaml.safe_load(policy_cm.body["data"]["policy.yaml"])
+    ranks = [max(tiers[name]["priorityTier"] for name in tier["partitions"]) for tier in policy["tiers"]]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks), ranks
+    assert tiers["preempt"]["preemptMode"] == "REQUEUE"
 
 
 CONTRACT_FIELD_REFS = {

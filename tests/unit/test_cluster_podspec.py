@@ -132,6 +132,8 @@ def test_controller_mounts() -> None:
     mounts = _mounts(PLANS["demo-controller-0"])
     assert mounts[wk.STATE_SAVE_LOCATION] == (MountKind.VOLUME, "statesave-demo-controller-0", False)
     assert mounts["/etc/slurmpod"] == (MountKind.BIND, "pods/demo-controller-0/volumes/cluster-spec", True)
+    policy_dir = str(Path(wk.POLICY_FILE).parent)
+    assert mounts[policy_dir] == (MountKind.BIND, "pods/demo-controller-0/volumes/policy", True)
     assert PLANS["demo-controller-0"].volumes == ("statesave-demo-controller-0",)
 
 
@@ -309,6 +311,9 @@ REJECTED = [
      "fieldPath"),
     ("mode", _set([*POD, "volumes", 1, "secret", "defaultMode"], 0o1777), "defaultMode"),
     ("service", _set(["spec", "serviceName"], "other"), "serviceName"),
+    # runc cannot create a mount point inside a read-only volume: the pod would never start
+    ("mount-in-read-only", _set([*CONTAINER, "volumeMounts", 1, "mountPath"], "/etc/podinfo/munge"),
+     "inside the read-only mount /etc/podinfo"),
 ]
 
 

@@ -9,7 +9,7 @@ import podkit
 import pytest
 import yaml
 
-from slurmpod.entrypoints import cluster_spec
+from slurmpod.entrypoints import cluster_spec, render
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, NodeSetSpec, PartitionSpec
 from slurmpod.errors import BadInput
 
@@ -116,6 +116,8 @@ def test_every_problem_at_once() -> None:
         ({"extraLines": "MaxJobCount=5"}, "extraLines"),
         ({"nodeTimeoutSeconds": 5}, "nodeTimeoutSeconds"),
         ({"select": "cons_res"}, "select"),
+        ({"policy": "python"}, "policy"),
+        ({"policy": True}, "policy"),
         ({"partitions": [{"name": "p", "nodesets": []}]}, "partitions[0].nodesets"),
         ({"partitions": [{"name": "p", "nodesets": ["workers"], "priorityTier": 65534}]}, "partitions[0].priorityTier"),
     ],
@@ -125,6 +127,8 @@ def test_every_problem_at_once() -> None:
         "extra-lines-not-list",
         "node-timeout-too-short",
         "select-removed-plugin",
+        "policy-unknown-plugin",
+        "policy-boolean",
         "partition-without-nodesets",
         "priority-tier-too-big",
     ],
@@ -133,6 +137,25 @@ def test_refused(doc: dict[str, Any], field: str) -> None:
     with pytest.raises(BadInput) as err:
         cluster_spec.parse(doc)
     assert field in [p.field for p in err.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("doc", "policy", "line"),
+    [({}, "none", None), ({"policy": "none"}, "none", None),
+     ({"policy": "slurmpod"}, "slurmpod", "JobSubmitPlugins=slurmpod"),
+     ({"policy": "lua"}, "lua", "JobSubmitPlugins=lua")],
+    ids=["absent-means-none", "none", "slurmpod", "lua"],
+)
+def test_policy_selects_the_job_submit_plugin(doc: dict[str, Any], policy: str, line: str | None) -> None:
+    spec = cluster_spec.parse(doc)
+    assert spec.policy == policy
+    lines = [x for x in render.slurm_conf(spec, "ctl-0").splitlines() if x.startswith("JobSubmitPlugins")]
+    assert lines == ([line] if line else [])
+
+
+def test_shipped_spec_turns_the_slurmpod_policy_on() -> None:
+    manifest = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy/kubernetes/configmap.yaml").read_text())
+    assert cluster_spec.parse(yaml.safe_load(manifest["data"]["cluster.yaml"])).policy == "slurmpod"
 
 
 def test_load(tmp_path: Path) -> None:

@@ -47,6 +47,8 @@ SPECS = {
     "basic": podkit.SPEC_BASIC,
     "preempt-topology-cgroups": podkit.SPEC_PREEMPT,
     "auth-slurm": podkit.SPEC_BASIC.replace("auth: munge", "auth: slurm"),
+    "policy-slurmpod": podkit.SPEC_BASIC + "policy: slurmpod\n",
+    "policy-lua": podkit.SPEC_BASIC + "policy: lua\n",
 }
 
 

@@ -85,14 +85,19 @@ def test_ssh_host_keys_removed_in_the_run_installing_openssh(role: str, flavor: 
     assert copy > dockerfile(role).index(apt)
 
 
+# Layers that need slurmpod installed come after it: the controller compiles its job_submit plugin with it.
+AFTER_SLURMPOD = {"controller": 1}
+
+
 @pytest.mark.parametrize("role", flavors.ROLES)
 def test_slurmpod_is_the_last_layer_of_every_role(role: str) -> None:
     instrs = dockerfile(role)
     layers = [i for i in instrs if i.op in FILESYSTEM]
+    layers = layers[:len(layers) - AFTER_SLURMPOD.get(role, 0)]
     assert layers[-2].op == "COPY" and "slurmpod-wheel/" in layers[-2].args
     assert layers[-1].op == "RUN" and "/tmp/slurmpod-wheel/slurmpod-*.whl" in layers[-1].args
     assert "--no-index" in layers[-1].args and "/usr/local/bin/slurmpod" in layers[-1].args
-    apt = index(instrs, "RUN", "apt-get install")
+    apt = index(instrs, "RUN", "--no-install-recommends $APT_PACKAGES")
     assert apt < instrs.index(layers[-2])
     assert instrs[0] == Instr("ARG", "BASE_IMAGE") and instrs[1] == Instr("FROM", "${BASE_IMAGE}")
     entry = [i for i in instrs if i.op == "ENTRYPOINT"]
@@ -123,6 +128,22 @@ def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
     role = build.build_args(forky, "worker", "unused")
     packages = "slurmd openssh-server libpam-slurm-adopt"
     assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages}
+
+
+def test_controller_compiles_the_plugin_with_the_venv_python_and_drops_the_tools() -> None:
+    instrs = dockerfile("controller")
+    last = [i for i in instrs if i.op in FILESYSTEM][-1]
+    assert "/usr/bin/python3 -c" in last.args and "build_plugin.main()" in last.args  # Debian's cffi
+    assert 'sys.path.append' in last.args and '--site-dir "$site"' in last.args
+    # install, compile, then remove the compilers in the same layer: none of them is left in the image
+    assert last.args.index("apt-get install") < last.args.index("build_plugin") \
+        < last.args.index("apt-get purge -y --auto-remove $BUILD_PACKAGES")
+    # the plugin dlopen()s libpython3.X at init(); its interpreter imports Debian's _cffi_backend
+    assert 'apt-mark manual "$libpython" python3-cffi-backend' in last.args
+    forky = build.BuildSettings(flavor=flavors.get("26.05"), images=(), repo=Path("."), build_dir=Path("b"),
+                                log_file=Path("l"))
+    assert build.build_args(forky, "controller", "unused")["BUILD_PACKAGES"].split() \
+        == list(flavors.PLUGIN_BUILD_PACKAGES)
 
 
 def test_valid_until_option_is_written_to_apt_conf_d() -> None:

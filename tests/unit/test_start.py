@@ -177,6 +177,16 @@ def test_controller_sack_dir_only_with_auth_slurm(tmp_path: Path, auth: str, mad
         assert dirs[wk.SLURMCTLD_RUN_DIR] == start.OutDir(wk.SLURMCTLD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755)
 
 
+@pytest.mark.parametrize(("policy", "made"), [("slurmpod", True), ("lua", False), ("none", False)])
+def test_controller_plugin_stats_dir_belongs_to_slurm(tmp_path: Path, policy: str, made: bool) -> None:
+    pod = podkit.make_pod(tmp_path, "controller", spec=f"policy: {policy}\n")
+    dirs = {d.path: d for d in _plan(pod, "controller").dirs}
+    assert (wk.PLUGIN_STATS_DIR in dirs) is made
+    if made:  # slurmctld runs as SlurmUser: the plugin inside it writes its stats there
+        assert dirs[wk.PLUGIN_STATS_DIR] == start.OutDir(wk.PLUGIN_STATS_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755)
+        assert wk.PLUGIN_STATS_FILE.startswith(wk.PLUGIN_STATS_DIR + "/")
+
+
 def _slurm_auth_pod(tmp_path: Path, role: str) -> podkit.Pod:
     pod = podkit.make_pod(tmp_path, role, spec=podkit.SPEC_BASIC.replace("auth: munge", "auth: slurm"))
     podkit.write_key(pod.slurm_key)

@@ -1,0 +1,253 @@
+"""The job_submit/slurmpod plugin in the cluster's real slurmctld: accept, modify, reject, a policy that
+raises, and a policy edited live (issue 8).
+
+Needs the wiring the lead adds with the plugin: the controller image carries job_submit_slurmpod.so,
+slurm.conf has JobSubmitPlugins=slurmpod, and controller.yaml mounts the `policy` ConfigMap
+(deploy/kubernetes/policy.yaml) as a volume named `policy` at /etc/slurmpod-policy. Each test writes its
+own policy the way kubelet updates a mounted ConfigMap: a new `..<stamp>` directory, then `..data`
+swapped atomically; the plugin re-reads the file on the next submission. The shipped policy comes back
+at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from clusterkit import NAME, WORKERS, Session, all_idle, wait_for
+
+from slurmpod import well_known as wk
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+
+POLICY_VOLUME = "policy"
+# The cluster's default partition is `main`: the tests make it the preemptible tier.
+TIERED = """
+tiers:
+  - name: preemptible
+    partitions: [main]
+    requeue: true
+    graceSignal: {signal: USR1, seconds: 120}
+    maxTimeMinutes: 60
+    overTime: reject
+defaultTier: preemptible  # sbatch without -p leaves job_desc.partition unset at job_submit time
+"""
+RAISING = "rules: [{file: rules.py, function: rule}]\n"
+RAISING_RULE = "def rule(job, decision):\n    raise RuntimeError('quota service unreachable')\n"
+
+
+_STAMPS = itertools.count(1)
+
+
+class PolicyVolume:
+    """The controller's mounted `policy` ConfigMap, updated in kubelet's atomic-writer way."""
+
+    def __init__(self, session: Session) -> None:
+        self.base = Path(session.env[wk.ENV_STATE_DIR]) / NAME / "pods" / session.cluster.controller / "volumes" \
+            / POLICY_VOLUME
+        assert (self.base / "..data").is_symlink(), f"no `{POLICY_VOLUME}` volume on the controller: {self.base}"
+        self.original = os.readlink(self.base / "..data")
+
+    def publish(self, files: dict[str, str]) -> None:
+        stamp = f"..test_{os.getpid()}_{next(_STAMPS)}"  # unique across tests: each gets a new PolicyVolume
+        (self.base / stamp).mkdir(mode=0o755)
+        for name, text in files.items():
+            (self.base / stamp / name).write_text(text, encoding="utf-8")
+            (self.base / stamp / name).chmod(0o644)
+            if not (self.base / name).is_symlink():
+                (self.base / name).symlink_to(f"..data/{name}")
+        tmp = self.base / "..data_tmp"
+        tmp.symlink_to(stamp)
+        tmp.replace(self.base / "..data")  # rename(2): the swap kubelet makes
+
+    def restore(self) -> None:
+        tmp = self.base / "..data_tmp"
+        tmp.symlink_to(self.original)
+        tmp.replace(self.base / "..data")
+
+
+@pytest.fixture
+def policy(session: Session) -> Iterator[PolicyVolume]:
+    volume = PolicyVolume(session)
+    try:
+        yield volume
+    finally:
+        volume.restore()
+
+
+def _sbatch(session: Session, *args: str) -> tuple[int, str, str]:
+    r = session.as_researcher("sbatch", "--parsable", "-o", "/dev/null", "--hold", *args, "--wrap", "true")
+    return r.code, r.stdout.strip().split(";")[0], r.stderr
+
+
+def _job(session: Session, job_id: str) -> dict[str, str]:
+    out = session.root_in(session.cluster.controller, "scontrol", "show", "job", "-o", job_id, timeout=30)
+    assert out.code == 0, out.stderr
+    return dict(item.split("=", 1) for item in out.stdout.split() if "=" in item)
+
+
+def _cancel(session: Session, job_id: str) -> None:
+    session.root_in(session.cluster.controller, "scancel", job_id, timeout=30)
+
+
+def _slurmctld_pid(session: Session) -> str:
+    out = session.root_in(session.cluster.controller, "pgrep", "-x", "slurmctld", timeout=30)
+    assert out.code == 0, "slurmctld is not running"
+    return out.stdout.strip()
+
+
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
+def test_accepted_job_is_unchanged(session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": TIERED})
+    code, job_id, err = _sbatch(session, "-t", "30", "--requeue", "--signal=USR1@300")
+    assert code == 0, err
+    try:
+        job = _job(session, job_id)
+        assert (job["TimeLimit"], job["Requeue"]) == ("00:30:00", "1")
+    finally:
+        _cancel(session, job_id)
+
+
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
+def test_modified_job_shows_in_scontrol(session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": TIERED})
+    code, job_id, err = _sbatch(session, "--no-requeue")
+    assert code == 0, err
+    try:
+        job = _job(session, job_id)
+        assert job["TimeLimit"] == "01:00:00", job  # set to the tier's cap
+        assert job["Requeue"] == "1", job  # preemptible: requeue forced on
+        assert "requeue enabled" in err  # the plugin's message reaches the user (sbatch prints it at info)
+    finally:
+        _cancel(session, job_id)
+
+
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
+def test_rejected_job_tells_the_user_why(session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": TIERED})
+    code, _, err = _sbatch(session, "-t", "120")
+    assert code != 0
+    assert "time limit 120 min exceeds the preemptible tier's cap of 60 min" in err
+
+
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
+def test_a_policy_that_raises_rejects_and_slurmctld_stays_up(session: Session, policy: PolicyVolume) -> None:
+    pid = _slurmctld_pid(session)
+    policy.publish({"policy.yaml": RAISING, "rules.py": RAISING_RULE})
+    code, _, err = _sbatch(session, "-t", "5")
+    assert code != 0
+    assert "rejected by cluster policy: rule rules.py:rule failed: RuntimeError: quota service unreachable" in err
+    assert _slurmctld_pid(session) == pid
+    assert session.root_in(session.cluster.controller, "scontrol", "ping", timeout=30).code == 0
+
+
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
+def test_policy_edited_live_takes_effect_on_the_next_submission(session: Session, policy: PolicyVolume) -> None:
+    pid = _slurmctld_pid(session)
+    policy.publish({"policy.yaml": TIERED})
+    code, job_id, err = _sbatch(session, "-t", "30")
+    assert code == 0, err
+    _cancel(session, job_id)
+    policy.publish({"policy.yaml": TIERED.replace("maxTimeMinutes: 60", "maxTimeMinutes: 10")})
+    time.sleep(0.01)  # a new mtime even on a coarse-timestamp filesystem (the inode changes anyway)
+    code, _, err = _sbatch(session, "-t", "30")
+    assert code != 0 and "cap of 10 min" in err
+    assert _slurmctld_pid(session) == pid  # no restart, no reconfigure
+
+
+# The shipped cluster spec's partitions over the same two workers: preempt (PriorityTier 1,
+# PreemptMode=REQUEUE, GraceTime 30), main (2), high (3). Ref: https://slurm.schedmd.com/preempt.html
+PREEMPTION = """
+tiers:
+  - name: preemptible
+    partitions: [preempt]
+    requeue: true
+  - name: normal
+    partitions: [main]
+  - name: high
+    partitions: [high]
+defaultTier: normal
+"""
+# Worst cases, bounded and printed rather than asserted as timings: a start waits at most one scheduling
+# pass (the main loop runs it at least every 60 s, backfill every 30 s by default); a preempted batch job
+# is killed at once by SIGTERM (`sleep`), inside GraceTime (30 s); a requeued job may be held back up to
+# the credential lifetime (120 s by default) before it is eligible again, then runs 20 s.
+# Ref: https://slurm.schedmd.com/sched_config.html, https://slurm.schedmd.com/slurm.conf.html#OPT_GraceTime
+START_WAIT_S = 90.0
+PREEMPT_WAIT_S = 120.0
+REQUEUE_COMPLETE_WAIT_S = 300.0
+
+
+def _state(session: Session, job_id: str) -> tuple[str, int]:
+    job = _job(session, job_id)
+    return job["JobState"], int(job.get("Restarts", "0"))
+
+
+def test_high_tier_preempts_a_preemptible_job_which_is_requeued_and_completes(
+        session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": PREEMPTION})
+    all_idle(session)
+    both = ("-N", str(WORKERS), "--exclusive", "-o", "/dev/null")
+    low = session.as_researcher("sbatch", "--parsable", "-p", "preempt", *both, "-t", "10", "--wrap", "sleep 20")
+    assert low.code == 0, low.stderr
+    low_id = low.stdout.strip().split(";")[0]
+    high_id = ""
+    try:
+        _, took = wait_for(f"job {low_id} running", lambda: _state(session, low_id)[0] == "RUNNING" or None,
+                           START_WAIT_S, poll=1.0)
+        print(f"preemptible job {low_id} running after {took:.1f} s (bound {START_WAIT_S:.0f} s)")
+        assert _job(session, low_id)["Requeue"] == "1"  # forced on by the preemptible tier
+        high = session.as_researcher("sbatch", "--parsable", "-p", "high", *both, "-t", "5", "--wrap", "sleep 5")
+        assert high.code == 0, high.stderr
+        high_id = high.stdout.strip().split(";")[0]
+
+        def preempted() -> bool | None:
+            restarts, high_state = _state(session, low_id)[1], _state(session, high_id)[0]
+            return (restarts >= 1 and high_state in ("RUNNING", "COMPLETED")) or None
+
+        _, took = wait_for(f"job {low_id} preempted by {high_id}", preempted, PREEMPT_WAIT_S, poll=1.0)
+        print(f"high-tier job {high_id} running, {low_id} requeued, after {took:.1f} s (bound {PREEMPT_WAIT_S:.0f} s)")
+        assert _state(session, low_id)[0] not in ("CANCELLED", "FAILED", "PREEMPTED")
+
+        _, took = wait_for(f"job {low_id} completed after its requeue",
+                           lambda: _state(session, low_id)[0] == "COMPLETED" or None, REQUEUE_COMPLETE_WAIT_S, poll=1.0)
+        print(f"requeued job {low_id} completed {took:.1f} s later (bound {REQUEUE_COMPLETE_WAIT_S:.0f} s)")
+        assert _state(session, high_id)[0] == "COMPLETED"
+        assert _state(session, low_id)[1] >= 1
+    finally:
+        for job_id in (low_id, high_id):
+            if job_id:
+                _cancel(session, job_id)
+
+
+SUBMITTERS, JOBS_EACH = 8, 500
+# Each submitter prints one line per job: the job id, or FAIL and sbatch's message.
+SUBMIT_LOOP = (
+    'for i in $(seq {n}); do out=$(sbatch --parsable --hold -o /dev/null -t 5 --job-name=ptest-{k} '
+    '--wrap true 2>&1) && echo "ok ${{out%%;*}}" || echo "FAIL $out"; done'
+)
+
+
+def test_parallel_submitters_every_job_accounted_for(session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": TIERED})
+    pid = _slurmctld_pid(session)
+    loops = " & ".join(f"( {SUBMIT_LOOP.format(n=JOBS_EACH, k=k)} ) > /tmp/ptest-{k}.out" for k in range(SUBMITTERS))
+    try:
+        run = session.as_researcher("bash", "-c", f"{loops}; wait; cat /tmp/ptest-*.out; rm -f /tmp/ptest-*.out",
+                                    timeout=1800)
+        assert run.code == 0, run.stderr
+        lines = run.stdout.splitlines()
+        failed = [line for line in lines if not line.startswith("ok ")]
+        assert not failed, failed[:5]
+        submitted = {line.split()[1] for line in lines}
+        assert len(submitted) == SUBMITTERS * JOBS_EACH
+        queued = session.root_in(session.cluster.controller, "squeue", "-h", "-u", wk.DEMO_USER, "-o", "%i",
+                                 "--name", ",".join(f"ptest-{k}" for k in range(SUBMITTERS)), timeout=120)
+        assert set(queued.stdout.split()) == submitted
+        assert _slurmctld_pid(session) == pid
+    finally:
+        session.root_in(session.cluster.controller, "scancel", "-u", wk.DEMO_USER, timeout=120)

@@ -1,0 +1,43 @@
+"""The demo's policy step: the shipped policy answers its three submissions as the demo announces."""
+
+from __future__ import annotations
+
+import policykit
+import pytest
+
+from slurmpod.slurm_plugins import engine
+from slurmpod.slurm_plugins.request import JobRequest
+from slurmpod_host.cluster import demo
+
+# The JobRequest slurmctld's plugin builds from each case's sbatch options (time in minutes).
+REQUESTS = {
+    "-p main -t 30": policykit.job(partition="main", time_limit=30),
+    "-p preempt -t 30 --no-requeue": policykit.job(partition="preempt", time_limit=30, requeue=False),
+    "-p high -t 30": policykit.job(partition="high", time_limit=30),
+}
+
+
+@pytest.mark.parametrize("case", demo.POLICY_CASES, ids=[c.verdict.value for c in demo.POLICY_CASES])
+def test_shipped_policy_answers_the_demo_cases(case: demo.PolicyCase) -> None:
+    req: JobRequest = REQUESTS[" ".join(case.argv)]
+    decision = engine.decide(policykit.default_policy(), req)
+    assert decision.verdict is case.verdict, decision
+    if case.verdict.value == "modify":
+        assert decision.changes.requeue is True
+    if case.verdict.value == "reject":
+        assert decision.message
+
+
+def test_one_case_of_each_verdict() -> None:
+    assert sorted(c.verdict.value for c in demo.POLICY_CASES) == ["accept", "modify", "reject"]
+
+
+@pytest.mark.parametrize(
+    ("line", "names", "shown"),
+    [("JobId=7 JobName=wrap Partition=preempt TimeLimit=00:30:00 Requeue=1", ("Partition", "Requeue"),
+      "Partition=preempt Requeue=1"),
+     ("JobId=7 Partition=main", ("TimeLimit",), "TimeLimit=?")],
+    ids=["fields-in-order", "missing-field"],
+)
+def test_job_fields(line: str, names: tuple[str, ...], shown: str) -> None:
+    assert demo.job_fields(line, names) == shown
