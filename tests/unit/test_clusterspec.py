@@ -196,6 +196,24 @@ def test_default_hooks_are_slurmpods_checks() -> None:
         assert line in conf
 
 
+@pytest.mark.parametrize(
+    ("hooks", "extra", "line"),
+    [
+        (None, [], "SchedulerParameters=nohold_on_prolog_fail"),
+        (None, ["SchedulerParameters=bf_continue,nohold_on_prolog_fail"],
+         "SchedulerParameters=nohold_on_prolog_fail,bf_continue"),
+        ({"prolog": None}, ["SchedulerParameters=bf_continue"], "SchedulerParameters=bf_continue"),
+    ],
+    ids=["default", "merged-with-extra-lines", "no-prolog-no-nohold"],
+)
+def test_a_failed_prolog_requeues_without_hold(hooks: dict[str, Any] | None, extra: list[str], line: str) -> None:
+    from slurmpod.entrypoints import render
+
+    doc: dict[str, Any] = {"extraLines": extra} | ({"hooks": hooks} if hooks is not None else {})
+    conf = render.slurm_conf(cluster_spec.parse(doc), "c-0").splitlines()
+    assert [x for x in conf if x.startswith("SchedulerParameters")] == [line]
+
+
 def test_shipped_configmap_spells_out_the_defaults() -> None:
     """deploy/kubernetes/configmap.yaml names every hook; it must say what the defaults are."""
     root = Path(__file__).resolve().parents[2]
