@@ -117,3 +117,15 @@ def wait_job_done(s: Session, job_id: int) -> tuple[dict[str, str], float]:
         st = job(s, job_id)
         return st if st["JobState"] in FINAL else None
     return wait_for(f"job {job_id} done", done, JOB_WORST_S)
+
+
+def drain_as_admin(s: Session, name: str, reason: str) -> None:
+    scontrol(s, "update", f"nodename={name}", "state=drain", f"reason={reason}")
+
+
+def resume(s: Session, name: str) -> None:
+    scontrol(s, "update", f"nodename={name}", "state=resume")
+
+
+def replace_worker(s: Session, pod: str, patch: lifecycle.PodPatch) -> None:
+    lifecycle.replace_pod(s.client, s.cluster.name, pod, patch)
