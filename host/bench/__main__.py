@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod_host.bench import builds, startup
+from slurmpod_host.bench import builds, health, startup
 from slurmpod_host.bench.report import Report
 from slurmpod_host.cluster import cli as cluster_cli
 from slurmpod_host.cluster import runtime
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         builds.rebuild_after_python_change(report, flavor, repo)
         builds.sizes(report, flavor)
 
+    health.periodic_on_fake_gpus(report, repo)
+    health.prolog_on_fake_gpus(report, repo)
+
     client = runtime.connect()
     cluster_cli.down(BENCH_CLUSTER)
     started = time.monotonic()
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
         startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
                         workers=list(cluster.workers))
+        health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
+                               worker=cluster.workers[0])
     finally:
         cluster_cli.down(BENCH_CLUSTER)
     json_path, md_path = report.write(Path(args.out))
