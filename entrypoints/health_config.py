@@ -2,8 +2,9 @@
 
 slurmd starts Prolog, Epilog and HealthCheckProgram with an environment of its own (no SLURMPOD_* from
 the pod), so the pod writes at start what it knows: the GPUs NVML saw, the auth type, the RealMemory it
-registers with and the shared mounts it started with. JSON is YAML, so the hooks read it with the same
-loader, and the text is deterministic (sorted keys).
+registers with and the shared mounts it started with. Plain JSON (no comment line): JSON is YAML, and
+the hooks read JSON without importing yaml, which would cost every prolog tens of milliseconds. The text
+is deterministic (sorted keys).
 Ref: https://slurm.schedmd.com/prolog_epilog.html (the environment slurmd gives the scripts)
 """
 
@@ -36,5 +37,4 @@ def render(facts: NodeFacts) -> str:
         "real_memory_mib": facts.real_memory_mib,
         "required_mounts": list(facts.required_mounts),
     }
-    return "# written by slurmpod at pod start; read by slurmpod-prolog/-epilog/-healthcheck\n" + \
-        json.dumps(doc, sort_keys=True, indent=2) + "\n"
+    return json.dumps(doc, sort_keys=True, indent=2) + "\n"
