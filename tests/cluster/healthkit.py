@@ -129,3 +129,11 @@ def resume(s: Session, name: str) -> None:
 
 def replace_worker(s: Session, pod: str, patch: lifecycle.PodPatch) -> None:
     lifecycle.replace_pod(s.client, s.cluster.name, pod, patch)
+
+
+def wait_job_state(s: Session, job_id: int, want: str) -> tuple[dict[str, str], float]:
+    """The job once its state is ``want``, and the seconds waited (at most JOB_WORST_S)."""
+    def reached() -> dict[str, str] | None:
+        st = job(s, job_id)
+        return st if st["JobState"] == want else None
+    return wait_for(f"job {job_id} {want}", reached, JOB_WORST_S)

@@ -79,8 +79,10 @@ def test_missing_nvml_drains_requeues_and_the_periodic_check_returns_the_node(
         _, waited = wait_for(f"{faulty} drained by slurmpod",
                              lambda: drained_with(session, faulty, FAULT_REASON), DRAIN_WORST_S)
         print(f"drained {waited:.1f}s after release (bound {DRAIN_WORST_S:.0f}s)")
-        state = healthkit.job(session, job)
-        assert state["JobState"] == "PENDING" and int(state["Restarts"]) >= 1, state  # requeued, not held
+        # The failed prolog sends the job through COMPLETING back to PENDING: requeued, and not held.
+        state, waited = healthkit.wait_job_state(session, job, "PENDING")
+        print(f"job requeued {waited:.1f}s after the drain (bound {JOB_WORST_S:.0f}s)")
+        assert int(state["Restarts"]) >= 1 and "Held" not in state["Reason"], state
 
         # An admin's drain is never lifted, however many clean periodic runs pass.
         assert drained_with(session, healthy, admin_reason) is not None
