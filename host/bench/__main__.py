@@ -23,11 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flavor", action="append", help="flavors to build (default 24.11 and 26.05)")
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold builds (they run debootstrap)")
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--health-only", action="store_true",
+                        help="only the node-health figures: fake-GPU check runs and the prolog's cost per job")
     args = parser.parse_args(argv)
     flavors = args.flavor or ["24.11", "26.05"]
     repo = image_build.find_repo()
     report = Report()
-    for flavor in flavors:
+    for flavor in [] if args.health_only else flavors:
         if not args.skip_cold:
             builds.cold_build(report, flavor, get_flavor(flavor).suite, repo)
         builds.rebuild_after_python_change(report, flavor, repo)
@@ -42,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     cluster = cluster_cli.up(BENCH_CLUSTER, flavors[0], workers=2, timeout_s=300)
     report.notes.append(f"cluster up ({flavors[0]}, 2 workers) took {time.monotonic() - started:.1f} s")
     try:
-        startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
-        startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
-                        workers=list(cluster.workers))
+        if not args.health_only:
+            startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
+            startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
+                            workers=list(cluster.workers))
         health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
                                worker=cluster.workers[0])
     finally:
