@@ -26,6 +26,9 @@ CLEAN_RUNS = 2  # clean periodic runs before slurmpod lifts its own drain
 UNDRAIN_WORST_S = INTERVAL_S * (CLEAN_RUNS + 1) + 15
 DRAIN_WORST_S = INTERVAL_S + 25.0  # the next periodic run, or a prolog (20 s deadline) + its drain RPC
 JOB_WORST_S = 120.0
+# slurmctld gives a requeued batch job a begin time about two minutes ahead (entrypoints/prestop.py lifts
+# it for its own requeues; a failed prolog's requeue keeps it), then one scheduling pass.
+REQUEUED_JOB_WORST_S = 120.0 + 60.0
 FINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"})
 METRICS = {c: f"{wk.HEALTH_METRICS_DIR}/slurmpod_health_{c}.prom" for c in ("prolog", "epilog", "periodic")}
 # Fake-GPU pods: the C fakes and one state file per pod (named by host name) on the shared /home.
@@ -111,12 +114,12 @@ def fake_gpu_patch() -> lifecycle.PodPatch:
     return lifecycle.PodPatch(command=("sh", "-c"), args=(script,))
 
 
-def wait_job_done(s: Session, job_id: int) -> tuple[dict[str, str], float]:
-    """The job's final state and the seconds waited (at most JOB_WORST_S)."""
+def wait_job_done(s: Session, job_id: int, bound: float = JOB_WORST_S) -> tuple[dict[str, str], float]:
+    """The job's final state and the seconds waited (at most ``bound``)."""
     def done() -> dict[str, str] | None:
         st = job(s, job_id)
         return st if st["JobState"] in FINAL else None
-    return wait_for(f"job {job_id} done", done, JOB_WORST_S)
+    return wait_for(f"job {job_id} done", done, bound)
 
 
 def drain_as_admin(s: Session, name: str, reason: str) -> None:
@@ -124,7 +127,10 @@ def drain_as_admin(s: Session, name: str, reason: str) -> None:
 
 
 def resume(s: Session, name: str) -> None:
-    scontrol(s, "update", f"nodename={name}", "state=resume")
+    """Lift a drain (Slurm refuses RESUME on a node that is not drained: only then is it sent)."""
+    n = node(s, name)
+    if n is not None and n.drained:
+        scontrol(s, "update", f"nodename={name}", "state=resume")
 
 
 def replace_worker(s: Session, pod: str, patch: lifecycle.PodPatch) -> None:

@@ -88,8 +88,9 @@ def test_missing_nvml_drains_requeues_and_the_periodic_check_returns_the_node(
         assert drained_with(session, healthy, admin_reason) is not None
         scontrol(session, "update", f"nodename={healthy}", "state=resume")
 
-        done, waited = healthkit.wait_job_done(session, job)
-        print(f"requeued job done {waited:.1f}s after the healthy node came back (bound {JOB_WORST_S:.0f}s)")
+        done, waited = healthkit.wait_job_done(session, job, healthkit.REQUEUED_JOB_WORST_S)
+        print(f"requeued job done {waited:.1f}s after the healthy node came back "
+              f"(bound {healthkit.REQUEUED_JOB_WORST_S:.0f}s)")
         assert (done["JobState"], done["BatchHost"]) == ("COMPLETED", healthy), done
 
         assert drained_with(session, faulty, FAULT_REASON) is not None  # periodic runs kept it drained
@@ -98,7 +99,7 @@ def test_missing_nvml_drains_requeues_and_the_periodic_check_returns_the_node(
         print(f"returned to service {waited:.1f}s after the fault was cleared (bound {UNDRAIN_WORST_S}s)")
     finally:
         write_health_config(session, faulty, good)
-        scontrol(session, "update", f"nodename={healthy}", "state=resume")
+        healthkit.resume(session, healthy)
         all_idle(session)
 
 
@@ -124,5 +125,5 @@ def test_admin_drain_survives_periodic_runs(session: Session, short_interval: No
         n = node(session, worker)
         assert n is not None and n.drained and n.reason == reason, n
     finally:
-        scontrol(session, "update", f"nodename={worker}", "state=resume")
+        healthkit.resume(session, worker)
         wait_idle(session, worker)

@@ -20,7 +20,16 @@ import healthkit
 import pytest
 from clusterkit import Session, node, wait_for, wait_idle
 from fakes import gpu_libs
-from healthkit import CLEAN_RUNS, DRAIN_WORST_S, FAKE_STATE_DIR, JOB_WORST_S, SYSTEM_LIBS, UNDRAIN_WORST_S, drained_with
+from healthkit import (
+    CLEAN_RUNS,
+    DRAIN_WORST_S,
+    FAKE_STATE_DIR,
+    JOB_WORST_S,
+    REQUEUED_JOB_WORST_S,
+    SYSTEM_LIBS,
+    UNDRAIN_WORST_S,
+    drained_with,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
@@ -104,8 +113,8 @@ def test_fault_drains_requeues_and_returns(session: Session, fake_gpus: None, fa
                              DRAIN_WORST_S)
         print(f"{name}: drained in {waited:.1f}s (bound {DRAIN_WORST_S:.0f}s)")
         healthkit.resume(session, healthy)
-        done, waited = healthkit.wait_job_done(session, job)
-        print(f"{name}: job done in {waited:.1f}s, restarts {done['Restarts']} (bound {JOB_WORST_S:.0f}s)")
+        done, waited = healthkit.wait_job_done(session, job, REQUEUED_JOB_WORST_S)
+        print(f"{name}: job done in {waited:.1f}s, restarts {done['Restarts']} (bound {REQUEUED_JOB_WORST_S:.0f}s)")
         assert done["JobState"] == "COMPLETED", done
         if fault.in_prolog:
             assert done["BatchHost"] == healthy, done
