@@ -50,7 +50,11 @@ class PartitionSpec:
 
 @dataclass(frozen=True, slots=True)
 class HooksSpec:
-    """Programs Slurm runs on the nodes around jobs. Ref: https://slurm.schedmd.com/prolog_epilog.html"""
+    """Programs Slurm runs on the nodes around jobs. Ref: https://slurm.schedmd.com/prolog_epilog.html
+
+    The field defaults are "no hooks"; a cluster spec gets slurmpod's own hooks (``DEFAULT_HOOKS``) for
+    every key it leaves out, and none for a key it sets to null.
+    """
 
     prolog: str | None = None
     epilog: str | None = None
@@ -58,6 +62,19 @@ class HooksSpec:
     health_check_program: str | None = None
     health_check_interval: int = 0  # seconds; 0 disables the periodic run
     health_check_node_state: tuple[str, ...] = ()
+    prolog_epilog_timeout: int = 0  # seconds; 0 leaves Slurm's default (no limit)
+
+
+# slurmpod's checks: what a cluster spec runs unless it says otherwise.
+DEFAULT_HOOKS = HooksSpec(
+    prolog=wk.PROLOG_BIN,
+    epilog=wk.EPILOG_BIN,
+    prolog_flags=wk.DEFAULT_PROLOG_FLAGS,
+    health_check_program=wk.HEALTHCHECK_BIN,
+    health_check_interval=wk.DEFAULT_HEALTH_CHECK_INTERVAL_S,
+    health_check_node_state=wk.DEFAULT_HEALTH_CHECK_NODE_STATE,
+    prolog_epilog_timeout=wk.DEFAULT_PROLOG_EPILOG_TIMEOUT_S,
+)
 
 
 class TopologySource(enum.Enum):
@@ -95,7 +112,7 @@ class ClusterSpec:
     partitions: tuple[PartitionSpec, ...]
     nodesets: tuple[NodeSetSpec, ...]
     extra_lines: tuple[str, ...]
-    hooks: HooksSpec = HooksSpec()
+    hooks: HooksSpec = DEFAULT_HOOKS
     topology: TopologySpec = TopologySpec()
     policy: str = POLICY_NONE
     """One of POLICIES; absent from the document: none (deploy/'s spec turns slurmpod on)."""
@@ -141,35 +158,44 @@ PROLOG_FLAGS = ("Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail"
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
 HEALTH_CHECK_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY")
 _HOOK_KEYS = {"prolog", "epilog", "prologFlags", "healthCheckProgram", "healthCheckInterval",
-              "healthCheckNodeState"}
+              "healthCheckNodeState", "prologEpilogTimeout"}
 
 
 def _hooks(doc: object, p: Problems) -> HooksSpec:
+    """Each key left out takes slurmpod's default (``DEFAULT_HOOKS``); a key set to null turns it off."""
     if doc is None:
-        return HooksSpec()
+        return DEFAULT_HOOKS
     if not isinstance(doc, dict):
         p.add("hooks", str(doc), "must be a mapping")
-        return HooksSpec()
+        return DEFAULT_HOOKS
     p.unknown_keys("hooks", doc, _HOOK_KEYS)
+    d = DEFAULT_HOOKS
     paths: dict[str, str | None] = {}
-    for key in ("prolog", "epilog", "healthCheckProgram"):
-        value = doc.get(key)
+    for key, default in (("prolog", d.prolog), ("epilog", d.epilog), ("healthCheckProgram", d.health_check_program)):
+        value = doc.get(key, default)
         paths[key] = None if value is None else p.field(f"hooks.{key}", str(value), confvalues.path)
     lists: dict[str, tuple[str, ...]] = {}
-    for key, allowed in (("prologFlags", PROLOG_FLAGS), ("healthCheckNodeState", HEALTH_CHECK_STATES)):
-        raw = doc.get(key, [])
+    for key, allowed, default_list in (("prologFlags", PROLOG_FLAGS, d.prolog_flags),
+                                       ("healthCheckNodeState", HEALTH_CHECK_STATES, d.health_check_node_state)):
+        raw = doc.get(key, list(default_list))
+        if raw is None:
+            raw = []
         if not isinstance(raw, list):
             p.add(f"hooks.{key}", str(raw), "must be a list")
             raw = []
         for i, item in enumerate(raw):
             p.field(f"hooks.{key}[{i}]", item, _one_of(allowed))
         lists[key] = tuple(str(item) for item in raw if item in allowed)
-    interval = p.field("hooks.healthCheckInterval", doc.get("healthCheckInterval", 0),
+    # A spec that turns the program off has no periodic run unless it also names an interval.
+    default_interval = d.health_check_interval if paths["healthCheckProgram"] else 0
+    interval = p.field("hooks.healthCheckInterval", doc.get("healthCheckInterval", default_interval) or 0,
                        _int(0, 86_400))
     if interval and not paths["healthCheckProgram"]:
         p.add("hooks.healthCheckInterval", str(interval), "needs hooks.healthCheckProgram")
+    timeout = p.field("hooks.prologEpilogTimeout", doc.get("prologEpilogTimeout", d.prolog_epilog_timeout) or 0,
+                      _int(0, 65_533))
     return HooksSpec(paths["prolog"], paths["epilog"], lists["prologFlags"], paths["healthCheckProgram"],
-                     interval or 0, lists["healthCheckNodeState"])
+                     interval or 0, lists["healthCheckNodeState"], timeout or 0)
 
 
 def _topology(doc: object, p: Problems) -> TopologySpec:

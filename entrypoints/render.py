@@ -49,8 +49,30 @@ def _env() -> jinja2.Environment:
     )
 
 
+SCHEDULER_PARAMETERS = "SchedulerParameters="
+
+
+def scheduler_parameters(spec: ClusterSpec) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(SchedulerParameters items, the other extraLines): slurmpod's items first, then the spec's own.
+
+    A job whose prolog fails is requeued and, by default, held; with slurmpod's prolog draining the bad
+    node, the job should run elsewhere instead. Ref: https://slurm.schedmd.com/prolog_epilog.html#failure_handling
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_nohold_on_prolog_fail
+    One SchedulerParameters line holds them all: an extraLines one is merged, not repeated.
+    """
+    items: list[str] = ["nohold_on_prolog_fail"] if spec.hooks.prolog else []
+    rest: list[str] = []
+    for line in spec.extra_lines:
+        if line.startswith(SCHEDULER_PARAMETERS):
+            items += [i for i in line[len(SCHEDULER_PARAMETERS):].split(",") if i and i not in items]
+        else:
+            rest.append(line)
+    return tuple(items), tuple(rest)
+
+
 def slurm_conf(spec: ClusterSpec, controller: str) -> str:
     preempt = any(p.preempt_mode != "OFF" for p in spec.partitions)
+    sched, extra = scheduler_parameters(spec)
     return (
         _env()
         .get_template("slurm.conf.j2")
@@ -58,6 +80,8 @@ def slurm_conf(spec: ClusterSpec, controller: str) -> str:
             spec=spec,
             controller=controller,
             preempt=preempt,
+            scheduler_parameters=sched,
+            extra_lines=extra,
             version=__version__,
             state_save_location=wk.STATE_SAVE_LOCATION,
         )

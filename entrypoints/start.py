@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING
 
 from slurmpod import confvalues, hardware, nvml, podinfo, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import nodespec, programs, render, secrets
+from slurmpod.entrypoints import health_config, nodespec, programs, render, secrets
 from slurmpod.entrypoints.render import Program
 from slurmpod.errors import BadInput, TransientError
 from slurmpod.slurm import CliSlurmClient
 
 if TYPE_CHECKING:
     from slurmpod.entrypoints import cluster_spec
+from slurmpod.prolog_epilog.checks.node import mounts
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +224,12 @@ def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _Role
     node = nodespec.build(c.pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
     node_conf = node.conf_string()
     files = [OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf())] if node.gpus else []
+    try:
+        mounted = mounts.mount_points((settings.hw_root / "proc/self/mounts").read_text(encoding="utf-8"))
+    except OSError:
+        mounted = frozenset()
+    facts = health_config.NodeFacts(len(node.gpus), c.auth, node.real_memory_mib, health_config.required(mounted))
+    files.append(OutFile(wk.HEALTH_CONFIG, health_config.render(facts)))
     progs = [
         programs.slurmd(c.auth, c.pod.controller, node_conf, node.extra),
         programs.sshd(),

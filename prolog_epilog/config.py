@@ -241,13 +241,25 @@ def parse(raw: Any, known_checks: set[str]) -> Config:
 
 
 def load(path: Path | None, known_checks: set[str]) -> Config:
-    """The config at ``path``; the defaults when there is none (no file is not an error)."""
+    """The config at ``path``; the defaults when there is none (no file is not an error).
+
+    JSON (what the worker pod writes at start) is read without importing yaml: that import alone costs
+    tens of milliseconds on every prolog, and JSON is YAML, so either text means the same config.
+    """
     if path is None or not path.exists():
         return Config()
-    import yaml  # noqa: PLC0415 - tens of ms on a loaded node: only when there is a file to read
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("{"):
+        import json  # noqa: PLC0415 - only for this form
+
+        try:
+            return parse(json.loads(text), known_checks)
+        except ValueError:
+            pass  # YAML flow style that is not JSON: the YAML reader decides
+    import yaml  # noqa: PLC0415 - tens of ms on a loaded node: only when there is a YAML file to read
 
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise BadInput.one(str(path), "", f"not YAML: {exc}") from None
     return parse(raw, known_checks)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,18 @@ log = logging.getLogger(__name__)
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a private temporary file beside ``path``, then rename it over ``path``.
+
+    Not tempfile.mkstemp: importing tempfile (shutil, random, bz2, lzma) costs every prolog ~10 ms. One
+    process writes one file at a time, so the pid makes the name unique; O_EXCL refuses a leftover.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # left by a killed run of an earlier process with this pid
+        tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[argparse.Namespace], int]
 FLAVORS = ("24.11", "26.05")
+LOG_FORMATS = ("text", "json")
 HOST_PACKAGE = "slurmpod_host"
 
 
@@ -269,7 +270,7 @@ def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.Arg
     """The parser and its environment twins (with any problems found in the environment's values)."""
     twins = Twins(os.environ if environ is None else environ)
     parser = argparse.ArgumentParser(prog="slurmpod", description=__doc__.splitlines()[0])
-    _opt(parser, twins, "--log-format", env=wk.ENV_LOG_FORMAT, choices=["text", "json"], default="text",
+    _opt(parser, twins, "--log-format", env=wk.ENV_LOG_FORMAT, choices=list(LOG_FORMATS), default="text",
          help="log line format")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _host_commands(sub, twins)
@@ -296,7 +297,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc, "bad input: ")
     args = parser.parse_args(argv)
     logs.setup(args.log_format)
-    handler: Handler = args.handler
+    return _dispatch(args.handler, args)
+
+
+def _dispatch(handler: Handler, args: argparse.Namespace) -> int:
+    """Run a command; the one place that turns errors into exit codes and the termination log."""
     try:
         return handler(args)
     except errors.BadInput as exc:
@@ -310,18 +315,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+
+def _hook(command: str) -> int:
+    """What Slurm runs, without building the whole command tree first: the prolog delays every job, and
+    the parser costs it tens of milliseconds. The hooks take no arguments; their one option, the log
+    format, comes from its environment twin, validated as the flag would be."""
+    fmt = os.environ.get(wk.ENV_LOG_FORMAT, "text")
+    if fmt not in LOG_FORMATS:
+        return _fail(errors.BadInput.one(wk.ENV_LOG_FORMAT, fmt, f"must be one of {', '.join(LOG_FORMATS)}"),
+                     "bad input: ")
+    logs.setup(fmt)
+    return _dispatch(_lazy("slurmpod.prolog_epilog.main", command), argparse.Namespace(log_format=fmt))
+
+
 # Slurm's Prolog=, Epilog= and HealthCheckProgram= take a path and no arguments: one program each.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Prolog
 def prolog_main() -> int:
-    return main(["prolog"])
+    return _hook("prolog")
 
 
 def epilog_main() -> int:
-    return main(["epilog"])
+    return _hook("epilog")
 
 
 def healthcheck_main() -> int:
-    return main(["healthcheck"])
+    return _hook("healthcheck")
 
 
 if __name__ == "__main__":

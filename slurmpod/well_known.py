@@ -233,3 +233,22 @@ ANNOTATION_TOPOLOGY = LABEL_TOPOLOGY
 # controller's topology-sync reads it back (`scontrol show nodes --json`, field "extra").
 # Ref: https://slurm.schedmd.com/slurmd.html#OPT_--extra
 EXTRA_TOPOLOGY_KEY = LABEL_TOPOLOGY
+
+# --- Default node-health hooks (cluster spec defaults; issue 7) ---
+# The console scripts of the slurmpod wheel in every image's venv; slurmd runs them by path, no args.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Prolog
+PROLOG_BIN = f"{VENV_DIR}/bin/slurmpod-prolog"
+EPILOG_BIN = f"{VENV_DIR}/bin/slurmpod-epilog"
+HEALTHCHECK_BIN = f"{VENV_DIR}/bin/slurmpod-healthcheck"
+# Alloc: the prolog runs when the job is allocated, so a bad node fails it before any step starts;
+# ForceRequeueOnFail: a batch job whose prolog failed is requeued even if it did not ask to be.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologFlags
+DEFAULT_PROLOG_FLAGS = ("Alloc", "ForceRequeueOnFail")
+# slurmd kills a Prolog/Epilog past this; the prolog's own deadline (20 s) and the epilog's (30 s) end
+# well before. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologEpilogTimeout
+DEFAULT_PROLOG_EPILOG_TIMEOUT_S = 60
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckInterval
+DEFAULT_HEALTH_CHECK_INTERVAL_S = 300
+# ANY: drained nodes are checked too, so a repaired node can be returned to service.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
+DEFAULT_HEALTH_CHECK_NODE_STATE = ("ANY",)

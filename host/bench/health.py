@@ -15,9 +15,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError
 from slurmpod_host.bench.report import Figure, Report, median
+from slurmpod_host.cluster import lifecycle, runtime
 
 PERIODIC_FLOOR_S = 1.0  # issue 7: a full periodic check on 8 fake GPUs under 1 s
 FAKES = {"libnvidia-ml.so.1": "nvml/fake_nvml.c", "libcudart.so": "cuda/fake_cudart.c",
@@ -89,3 +92,79 @@ def prolog_on_fake_gpus(report: Report, repo: Path, trials: int = 7) -> float:
     report.add(Figure(f"healthy prolog, 8 fake GPUs (median of {trials}, whole process)", "s", value,
                       samples=tuple(walls)))
     return value
+
+
+# --- In the cluster: what slurmpod's prolog adds to a job's start (issue 7: at most 150 ms median) ---
+
+PROLOG_OVERHEAD_FLOOR_S = 0.150
+OVERHEAD_JOBS = 50
+READY_TIMEOUT_S = 120
+# The shipped ConfigMap's hook lines (deploy/kubernetes/configmap.yaml); null turns a hook off.
+HOOK_LINES = {f"prolog: {wk.PROLOG_BIN}": "prolog: null", f"epilog: {wk.EPILOG_BIN}": "epilog: null"}
+
+
+def _start_latencies(client: Any, login: str, worker: str, jobs: int) -> list[float]:
+    """Seconds from `srun` on the login pod to the job's first command on ``worker``, one per job.
+
+    Both clocks are the same kernel clock (pods are containers on one host).
+    """
+    script = (f"for i in $(seq {jobs}); do t0=$(date +%s%N); t1=$(srun -w {worker} -N1 -n1 date +%s%N) || exit 1; "
+              "echo $(( (t1 - t0) / 1000 )); done")
+    home = f"/home/{wk.DEMO_USER}"
+    done = runtime.exec_in(client, login, ["bash", "-c", script], timeout_s=30 + jobs * 10, user=wk.DEMO_USER,
+                           workdir=home, env={"HOME": home, "USER": wk.DEMO_USER})
+    if done.code != 0:
+        raise PermanentError(f"srun on {worker} failed: {done.stdout[-1000:]}{done.stderr[-1000:]}")
+    return [int(x) / 1e6 for x in done.stdout.split()]
+
+
+def _wait(client: Any, pod: str, script: str, what: str) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if runtime.exec_in(client, pod, ["bash", "-c", script], timeout_s=20).code == 0:
+            return
+        time.sleep(0.5)
+    raise PermanentError(f"{what}: not after {READY_TIMEOUT_S} s")
+
+
+def _set_hooks(client: Any, cluster: str, controller: str, worker: str, spec: str) -> None:
+    """A new cluster.yaml, the controller restarted on it, the workers told, ``worker`` IDLE again."""
+    old = lifecycle.set_config_map(cluster, "cluster", {})
+    lifecycle.set_config_map(cluster, "cluster", {**old, "cluster.yaml": spec})
+    lifecycle.replace_pod(client, cluster, controller)
+    _wait(client, controller, "slurmpod probe ready", f"{controller} ready")
+    _wait(client, controller, "scontrol reconfigure", "scontrol reconfigure")
+    _wait(client, controller, f"sinfo -h -n {worker} -t idle -o %n | grep -qx {worker}", f"{worker} IDLE")
+
+
+def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: str, login: str, worker: str,
+                    jobs: int = OVERHEAD_JOBS) -> float:
+    """Median job start latency with slurmpod's prolog and epilog minus the median without them, same cluster.
+
+    Both blocks run in this one call on the same worker; the hooks are switched off through the cluster
+    spec (the way a user would), then switched back on.
+    """
+    spec = lifecycle.set_config_map(cluster, "cluster", {})
+    lifecycle.set_config_map(cluster, "cluster", spec)  # read only: the data is put back unchanged
+    with_hooks = spec["cluster.yaml"]
+    without = with_hooks
+    for line, off in HOOK_LINES.items():
+        if line not in without:
+            raise PermanentError(f"the cluster spec has no `{line}` to turn off")
+        without = without.replace(line, off)
+    idle = f"sinfo -h -n {worker} -t idle -o %n | grep -qx {worker}"
+    _wait(client, controller, idle, f"{worker} IDLE")
+    _start_latencies(client, login, worker, 3)  # warm: first srun pays for user lookup, caches
+    ours = _start_latencies(client, login, worker, jobs)
+    try:
+        _set_hooks(client, cluster, controller, worker, without)
+        _start_latencies(client, login, worker, 3)
+        bare = _start_latencies(client, login, worker, jobs)
+    finally:
+        _set_hooks(client, cluster, controller, worker, with_hooks)
+    added = median(ours) - median(bare)
+    report.add(Figure(f"job start latency with slurmpod's prolog (median of {jobs} sruns)", "s", median(ours),
+                      median(bare), "same cluster, hooks off", samples=tuple(ours), baseline_samples=tuple(bare)))
+    report.add(Figure(f"healthy-node prolog overhead (median with - median without, {jobs} jobs each)", "s", added,
+                      floor=f"<= {PROLOG_OVERHEAD_FLOOR_S * 1000:g} ms", ok=added <= PROLOG_OVERHEAD_FLOOR_S))
+    return added

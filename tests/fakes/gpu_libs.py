@@ -18,15 +18,20 @@ SOURCES = {
 }
 
 
-def build(out: Path) -> Path:
-    """Compile every stand-in into ``out`` (skipping those already there); returns ``out``."""
+def build(out: Path, state_dir: str | None = None) -> Path:
+    """Compile every stand-in into ``out`` (skipping those already there); returns ``out``.
+
+    ``state_dir``: the fake NVML then reads ``state_dir/<hostname>`` when FAKE_NVML_STATE is unset (for
+    processes started without the test's environment, such as Slurm's hooks in a fake-GPU pod).
+    """
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         raise RuntimeError("a C compiler is needed for the fake GPU libraries (bootstrap-host.sh installs gcc)")
     out.mkdir(parents=True, exist_ok=True)
     for name, src in SOURCES.items():
         if not (out / name).exists():
-            subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", "-o", str(out / name), str(src)],
+            defines = [f'-DFAKE_NVML_STATE_DIR="{state_dir}"'] if state_dir else []
+            subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wall", *defines, "-o", str(out / name), str(src)],
                            check=True, timeout=120)
     return out
 

@@ -9,6 +9,7 @@ import podkit
 import pytest
 import yaml
 
+from slurmpod import well_known as wk
 from slurmpod.entrypoints import cluster_spec, render
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, NodeSetSpec, PartitionSpec
 from slurmpod.errors import BadInput
@@ -208,11 +209,56 @@ def test_hooks_render_prolog_epilog_and_health_check() -> None:
         assert line in conf
 
 
-def test_no_hooks_no_lines() -> None:
+def test_default_hooks_are_slurmpods_checks() -> None:
     from slurmpod.entrypoints import render
 
-    conf = render.slurm_conf(cluster_spec.parse({}), "c-0")
+    conf = render.slurm_conf(cluster_spec.parse({}), "c-0").splitlines()
+    for line in (f"Prolog={wk.PROLOG_BIN}", f"Epilog={wk.EPILOG_BIN}", "PrologFlags=Alloc,ForceRequeueOnFail",
+                 "PrologEpilogTimeout=60", f"HealthCheckProgram={wk.HEALTHCHECK_BIN}", "HealthCheckInterval=300",
+                 "HealthCheckNodeState=ANY"):
+        assert line in conf
+
+
+@pytest.mark.parametrize(
+    ("hooks", "extra", "line"),
+    [
+        (None, [], "SchedulerParameters=nohold_on_prolog_fail"),
+        (None, ["SchedulerParameters=bf_continue,nohold_on_prolog_fail"],
+         "SchedulerParameters=nohold_on_prolog_fail,bf_continue"),
+        ({"prolog": None}, ["SchedulerParameters=bf_continue"], "SchedulerParameters=bf_continue"),
+    ],
+    ids=["default", "merged-with-extra-lines", "no-prolog-no-nohold"],
+)
+def test_a_failed_prolog_requeues_without_hold(hooks: dict[str, Any] | None, extra: list[str], line: str) -> None:
+    from slurmpod.entrypoints import render
+
+    doc: dict[str, Any] = {"extraLines": extra} | ({"hooks": hooks} if hooks is not None else {})
+    conf = render.slurm_conf(cluster_spec.parse(doc), "c-0").splitlines()
+    assert [x for x in conf if x.startswith("SchedulerParameters")] == [line]
+
+
+def test_shipped_configmap_spells_out_the_defaults() -> None:
+    """deploy/kubernetes/configmap.yaml names every hook; it must say what the defaults are."""
+    root = Path(__file__).resolve().parents[2]
+    doc = yaml.safe_load((root / "deploy/kubernetes/configmap.yaml").read_text(encoding="utf-8"))
+    spec = yaml.safe_load(doc["data"]["cluster.yaml"])
+    assert cluster_spec.parse(spec).hooks == cluster_spec.DEFAULT_HOOKS
+    assert cluster_spec.parse({k: v for k, v in spec.items() if k != "hooks"}).hooks == cluster_spec.DEFAULT_HOOKS
+
+
+def test_null_hooks_no_lines() -> None:
+    from slurmpod.entrypoints import render
+
+    off = {"prolog": None, "epilog": None, "prologFlags": None, "healthCheckProgram": None,
+           "healthCheckNodeState": None, "prologEpilogTimeout": None}
+    conf = render.slurm_conf(cluster_spec.parse({"hooks": off}), "c-0")
     assert not any(k in conf for k in ("Prolog", "Epilog", "HealthCheck"))
+
+
+def test_a_hook_left_out_keeps_its_default() -> None:
+    hooks = cluster_spec.parse({"hooks": {"healthCheckInterval": 10}}).hooks
+    assert hooks.health_check_interval == 10
+    assert hooks.prolog == wk.PROLOG_BIN and hooks.health_check_program == wk.HEALTHCHECK_BIN
 
 
 @pytest.mark.parametrize(
@@ -221,12 +267,14 @@ def test_no_hooks_no_lines() -> None:
         ({"prolog": "relative/prolog"}, "hooks.prolog"),
         ({"epilog": "/bin/epilog\nSlurmUser=root"}, "hooks.epilog"),
         ({"prologFlags": ["Alloc", "Bogus"]}, "hooks.prologFlags[1]"),
-        ({"healthCheckInterval": 60}, "hooks.healthCheckInterval"),
+        ({"healthCheckProgram": None, "healthCheckInterval": 60}, "hooks.healthCheckInterval"),
+        ({"prologEpilogTimeout": 70_000}, "hooks.prologEpilogTimeout"),
         ({"healthCheckProgram": "/bin/hc", "healthCheckNodeState": ["IDLE", "SOMETIMES"]},
          "hooks.healthCheckNodeState[1]"),
         ({"prolog": "/bin/p", "postlog": "/bin/x"}, "hooks.postlog"),
     ],
-    ids=["relative-path", "newline-injection", "unknown-flag", "interval-without-program", "unknown-state",
+    ids=["relative-path", "newline-injection", "unknown-flag", "interval-without-program", "timeout-too-long",
+         "unknown-state",
          "unknown-key"],
 )
 def test_bad_hooks_name_the_field(hooks: dict[str, object], field: str) -> None:

@@ -258,3 +258,18 @@ def test_an_xid_on_a_gpu_the_job_did_not_have_is_not_blamed_on_it(table: dict[st
     result = _result(table["xid-on-another-gpu-is-not-the-jobs"], "xid")
     assert "during job" not in result["reason"]
     assert [g["index"] for g in result["gpus"]] == [6]
+
+
+@pytest.mark.parametrize(("program", "fmt", "code", "where"), [
+    ("slurmpod-prolog", "yaml", 2, "SLURMPOD_LOG_FORMAT"),
+    ("slurmpod-healthcheck", "loud", 2, "SLURMPOD_LOG_FORMAT"),
+], ids=["prolog", "healthcheck"])
+def test_hook_programs_validate_their_env_twin_like_the_flag(tmp_path: Path, program: str, fmt: str, code: int,
+                                                            where: str) -> None:
+    """The hooks skip the command tree (it costs every job); a bad log format still exits 2 naming it."""
+    env = {"SLURMPOD_LOG_FORMAT": fmt, "SLURMPOD_HEALTH_CONFIG": str(tmp_path / "none.yaml"),
+           "SLURMPOD_HEALTH_STATE_DIR": str(tmp_path / "sd"), "SLURMPOD_HEALTH_METRICS_DIR": ""}
+    proc = subprocess.run([str(Path(sys.executable).with_name(program))], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    assert proc.returncode == code and where in proc.stderr, proc.stderr
+    assert not (tmp_path / "sd").exists()  # nothing ran

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +120,22 @@ def test_xid_classes(code: int, severity: str) -> None:
     from slurmpod.prolog_epilog import xid_catalog
 
     assert xid_catalog.classify(code).severity.value == severity
+
+
+@pytest.mark.parametrize("text", ['{"expected_gpus": 8, "auth": "munge"}\n', "expected_gpus: 8\nauth: munge\n",
+                                  "{expected_gpus: 8, auth: munge}\n"], ids=["json", "yaml-block", "yaml-flow"])
+def test_json_and_yaml_configs_mean_the_same(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "health.yaml"
+    path.write_text(text, encoding="utf-8")
+    cfg = config.load(path, set())
+    assert (cfg.expected_gpus, cfg.auth) == (8, "munge")
+
+
+def test_the_pods_json_config_is_read_without_importing_yaml(tmp_path: Path) -> None:
+    """The worker writes JSON; a prolog that imported yaml to read it would pay tens of ms per job."""
+    path = tmp_path / "health.yaml"
+    path.write_text('{"expected_gpus": 8}\n', encoding="utf-8")
+    code = ("import sys; from pathlib import Path; from slurmpod.prolog_epilog import config; "
+            f"c = config.load(Path({str(path)!r}), set()); print(c.expected_gpus, 'yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["8", "False"], out.stderr

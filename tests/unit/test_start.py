@@ -65,6 +65,28 @@ def test_worker_plan(tmp_path: Path) -> None:
     assert reconcile.restart == "unexpected"
 
 
+@pytest.mark.parametrize(("auth", "home_mounted"), [("munge", True), ("slurm", False)],
+                         ids=["munge-home", "slurm-no-home"])
+def test_worker_writes_the_health_config_the_hooks_read(tmp_path: Path, auth: str, home_mounted: bool) -> None:
+    """slurmd gives the hooks none of the pod's env: the pod writes expected GPUs, auth, RealMemory, mounts."""
+    import yaml
+
+    pod = _slurm_auth_pod(tmp_path, "worker") if auth == "slurm" else podkit.make_pod(
+        tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+    mounts = "overlay / overlay rw 0 0\n" + ("srv:/home /home nfs rw 0 0\n" if home_mounted else "")
+    (pod.hw / "proc/self/mounts").write_text(mounts, encoding="utf-8")
+    p = _plan(pod, "worker", SLURMPOD_AUTH=auth)
+    assert p.node is not None
+    written = {f.path: f.content for f in p.files}
+    doc = yaml.safe_load(written[wk.HEALTH_CONFIG])
+    assert doc == {"expected_gpus": 0, "auth": auth, "real_memory_mib": p.node.real_memory_mib,
+                   "required_mounts": ["/home"] if home_mounted else []}
+    from slurmpod.prolog_epilog import config, registry
+
+    cfg = config.parse(doc, {c.name for c in registry.all_checks()})  # the hooks accept what the pod wrote
+    assert (cfg.expected_gpus, cfg.auth, cfg.real_memory_mib) == (0, auth, p.node.real_memory_mib)
+
+
 def test_supervisord_conf_points_at_the_run_dir(tmp_path: Path) -> None:
     """apply() writes the run scripts under SLURMPOD_RUN_DIR/bin; supervisord must look there."""
     pod = podkit.make_pod(tmp_path)

@@ -6,7 +6,6 @@ Ref: https://github.com/dun/munge/wiki/Installation-Guide (verifying the install
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from slurmpod import well_known as wk
@@ -32,6 +31,8 @@ def judge(encode: Result, decode: Result | None) -> CheckResult:
 def run(env: CheckEnv) -> CheckResult:
     if env.auth != "munge":
         return skipped(NAME, f"auth is {env.auth or 'not set'}, not munge")
+    import tempfile  # noqa: PLC0415 - periodic only: the prolog (every job) would pay ~10 ms to import it
+
     with tempfile.TemporaryDirectory(prefix="slurmpod-munge-") as tmp:
         cred = str(Path(tmp) / "cred")
         try:

@@ -16,6 +16,8 @@
  * XIDs are delivered once each through the event-set API: the count already delivered is kept in
  * "$FAKE_NVML_STATE.delivered", as a real event is seen once.
  * "hang" makes the named function sleep forever (a wedged driver).
+ * Built with -DFAKE_NVML_STATE_DIR='"/dir"' (the cluster tests' fake-GPU workers), a process without
+ * FAKE_NVML_STATE reads "/dir/<hostname>": slurmd starts the hooks with none of the pod's environment.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,15 @@ static char state_path[1024];
 static void load_state(void) {
     nkeys = 0; nxids = 0; state_path[0] = 0;
     const char *path = getenv("FAKE_NVML_STATE");
+#ifdef FAKE_NVML_STATE_DIR
+    static char by_host[512];
+    if (!path || !*path) {
+        char host[256] = "";
+        gethostname(host, sizeof host - 1);
+        snprintf(by_host, sizeof by_host, "%s/%s", FAKE_NVML_STATE_DIR, host);
+        path = by_host;
+    }
+#endif
     if (!path || !*path) return;
     snprintf(state_path, sizeof state_path, "%s", path);
     FILE *f = fopen(path, "r");

@@ -1,0 +1,145 @@
+"""Helpers for the health tests: a short HealthCheckInterval, the worker's health config, fake-GPU pods.
+
+Worst cases (every wait below is bounded by one of these, and the tests print what they measured):
+slurmd runs HealthCheckProgram every INTERVAL_S; slurmpod lifts its own drain after CLEAN_RUNS clean
+runs; a prolog ends within its 20 s deadline (PrologEpilogTimeout 60 s behind it).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import tarfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from clusterkit import Session, all_idle, node, restore_pod, scontrol, wait_for, wait_ready
+
+from slurmpod import well_known as wk
+from slurmpod.nodestate import NodeState
+from slurmpod_host.cluster import lifecycle
+
+INTERVAL_S = 10  # HealthCheckInterval for these tests (the default is 300)
+CLEAN_RUNS = 2  # clean periodic runs before slurmpod lifts its own drain
+UNDRAIN_WORST_S = INTERVAL_S * (CLEAN_RUNS + 1) + 15
+DRAIN_WORST_S = INTERVAL_S + 25.0  # the next periodic run, or a prolog (20 s deadline) + its drain RPC
+JOB_WORST_S = 120.0
+# slurmctld gives a requeued batch job a begin time about two minutes ahead (entrypoints/prestop.py lifts
+# it for its own requeues; a failed prolog's requeue keeps it), then one scheduling pass.
+REQUEUED_JOB_WORST_S = 120.0 + 60.0
+FINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"})
+METRICS = {c: f"{wk.HEALTH_METRICS_DIR}/slurmpod_health_{c}.prom" for c in ("prolog", "epilog", "periodic")}
+# Fake-GPU pods: the C fakes and one state file per pod (named by host name) on the shared /home.
+FAKE_DIR = "/home/.slurmpod-fakegpu"
+FAKE_LIBS = f"{FAKE_DIR}/lib"
+FAKE_STATE_DIR = f"{FAKE_DIR}/state"
+SYSTEM_LIBS = "/usr/lib/x86_64-linux-gnu"
+
+
+@contextmanager
+def short_interval(session: Session) -> Iterator[None]:
+    """The session's cluster with HealthCheckInterval=INTERVAL_S (slurmpod's hooks otherwise default)."""
+    name, controller = session.cluster.name, session.cluster.controller
+    old = lifecycle.set_config_map(name, "cluster", {})
+    spec = old["cluster.yaml"].rstrip("\n")
+    assert "healthCheckInterval: 300" in spec, spec  # the shipped ConfigMap's value
+    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec.replace(
+        "healthCheckInterval: 300", f"healthCheckInterval: {INTERVAL_S}") + "\n"})
+    try:
+        lifecycle.replace_pod(session.client, name, controller)
+        wait_ready(session, controller)
+        scontrol(session, "reconfigure")
+        all_idle(session)
+        yield
+    finally:
+        lifecycle.set_config_map(name, "cluster", old)
+        restore_pod(session, controller)
+        scontrol(session, "reconfigure")
+        for worker in session.cluster.workers:
+            restore_pod(session, worker)  # a fresh health.yaml and health state
+        all_idle(session)
+
+
+def health_config(s: Session, pod: str) -> dict[str, object]:
+    result = s.root_in(pod, "cat", wk.HEALTH_CONFIG)
+    assert result.code == 0, result.stderr
+    doc: dict[str, object] = json.loads("\n".join(x for x in result.stdout.splitlines() if not x.startswith("#")))
+    return doc
+
+
+def write_file(s: Session, pod: str, path: str, text: str) -> None:
+    """Replace ``path`` in ``pod`` at once (a reader sees the old file or the new one)."""
+    new = f"{path}.new"
+    script = f"printf '%s' {shlex.quote(text)} > {new} && mv {new} {path}"
+    result = s.root_in(pod, "sh", "-c", script)
+    assert result.code == 0, result.stderr
+
+
+def write_health_config(s: Session, pod: str, doc: Mapping[str, object]) -> None:
+    write_file(s, pod, wk.HEALTH_CONFIG, json.dumps(dict(doc), sort_keys=True) + "\n")
+
+
+def job(s: Session, job_id: int) -> dict[str, str]:
+    result = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", str(job_id), timeout=30)
+    assert result.code == 0, result.stderr
+    return dict(item.split("=", 1) for item in result.stdout.split() if "=" in item)
+
+
+def drained_with(s: Session, name: str, prefix: str) -> NodeState | None:
+    n = node(s, name)
+    return n if n is not None and n.drained and n.reason.startswith(prefix) else None
+
+
+def install_fakes(s: Session, built: Path) -> None:
+    """Copy the compiled fakes onto the shared /home (through the login pod) for fake-GPU workers."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        for lib in sorted(built.iterdir()):
+            tar.add(lib, arcname=f"lib/{lib.name}")
+        info = tarfile.TarInfo("state")
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(info)
+    assert s.root_in(s.cluster.login, "mkdir", "-p", FAKE_DIR).code == 0
+    assert s.client.containers.get(s.cluster.login).put_archive(FAKE_DIR, data.getvalue())
+
+
+def fake_gpu_patch() -> lifecycle.PodPatch:
+    """The worker pod with the fakes installed as the driver's libraries before the entrypoint runs.
+
+    The production image stays free of them: they come from the test's /home, at pod start.
+    """
+    script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && exec slurmpod entrypoint worker"
+    return lifecycle.PodPatch(command=("sh", "-c"), args=(script,))
+
+
+def wait_job_done(s: Session, job_id: int, bound: float = JOB_WORST_S) -> tuple[dict[str, str], float]:
+    """The job's final state and the seconds waited (at most ``bound``)."""
+    def done() -> dict[str, str] | None:
+        st = job(s, job_id)
+        return st if st["JobState"] in FINAL else None
+    return wait_for(f"job {job_id} done", done, bound)
+
+
+def drain_as_admin(s: Session, name: str, reason: str) -> None:
+    scontrol(s, "update", f"nodename={name}", "state=drain", f"reason={reason}")
+
+
+def resume(s: Session, name: str) -> None:
+    """Lift a drain (Slurm refuses RESUME on a node that is not drained: only then is it sent)."""
+    n = node(s, name)
+    if n is not None and n.drained:
+        scontrol(s, "update", f"nodename={name}", "state=resume")
+
+
+def replace_worker(s: Session, pod: str, patch: lifecycle.PodPatch) -> None:
+    lifecycle.replace_pod(s.client, s.cluster.name, pod, patch)
+
+
+def wait_job_state(s: Session, job_id: int, want: str) -> tuple[dict[str, str], float]:
+    """The job once its state is ``want``, and the seconds waited (at most JOB_WORST_S)."""
+    def reached() -> dict[str, str] | None:
+        st = job(s, job_id)
+        return st if st["JobState"] == want else None
+    return wait_for(f"job {job_id} {want}", reached, JOB_WORST_S)

@@ -1,0 +1,127 @@
+"""The GPU faults end to end on fake-GPU workers: drain with the right reason, requeue, return to service.
+
+Both workers run the production worker image with the C fakes (tests/fakes) copied in as the driver's
+libraries at pod start (healthkit.fake_gpu_patch); each reads its state file on the shared /home, which
+the tests rewrite to inject a fault. One worker is faulty at a time; the other is the healthy one the
+job must end on. Every wait is bounded by healthkit's worst cases and printed.
+
+The pods start with the fake showing no GPUs, so they register without Gres, and are then given 8 GPUs
+(state file and health.yaml): under configless dynamic nodes a worker registering Gres=gpu:8 with no
+gres.conf on the controller is INVALID_REG ("gres/gpu count reported lower than configured (0 < 8)",
+seen with 24.11.5), and GRES registration is not solved yet. The checks do not depend on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import healthkit
+import pytest
+from clusterkit import Session, node, wait_for, wait_idle
+from fakes import gpu_libs
+from healthkit import (
+    CLEAN_RUNS,
+    DRAIN_WORST_S,
+    FAKE_STATE_DIR,
+    JOB_WORST_S,
+    REQUEUED_JOB_WORST_S,
+    SYSTEM_LIBS,
+    UNDRAIN_WORST_S,
+    drained_with,
+)
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+
+GPUS = 8
+HEALTHY = f"gpus={GPUS}\nnvlinks=4\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    state: str  # lines added to the healthy state file ("" for faults injected otherwise)
+    reason: str | None  # the drain reason's start; None: a warning, the node stays in service
+    in_prolog: bool = True  # a prolog check sees it (else only the periodic run, after the job may have run)
+
+
+FAULTS = {
+    "xid-48": Fault("xid=0:48\n", "slurmpod: xid: "),
+    "xid-79": Fault("xid=1:79\n", "slurmpod: xid: "),
+    "xid-94": Fault("xid=2:94\n", None),  # contained ECC error: NVIDIA's catalog says restart the app only
+    "xid-119": Fault("xid=3:119\n", "slurmpod: xid: "),
+    "ecc-uncorrectable": Fault("gpu.0.ecc.volatile.uncorrected=2\n", "slurmpod: ecc: "),
+    "remap-pending": Fault("gpu.1.remap.pending=1\n", "slurmpod: remap: "),
+    "remap-failure": Fault("gpu.1.remap.failure=1\n", "slurmpod: remap: "),
+    "nvlink-down": Fault("gpu.2.nvlink.1.down=1\n", "slurmpod: nvlink: ", in_prolog=False),
+    "gpu-missing": Fault(f"gpus={GPUS - 1}\n", "slurmpod: gpu-count: "),
+    "memory-held": Fault("gpu.0.procs=4242:2147483648\ngpu.0.mem_used=2147483648\n", "slurmpod: gpu-memory: "),
+    "nvml-hang": Fault("hang=nvmlDeviceGetCount\n", "slurmpod: gpu-count: "),
+    "nvml-missing": Fault("", "slurmpod: gpu-count: "),  # the library moved away in the pod
+}
+NVML = f"{SYSTEM_LIBS}/libnvidia-ml.so.1"
+
+
+def _state(s: Session, pod: str, text: str) -> None:
+    healthkit.write_file(s, s.cluster.login, f"{FAKE_STATE_DIR}/{pod}", text)
+
+
+@pytest.fixture(scope="module")
+def fake_gpus(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    built = gpu_libs.build(tmp_path_factory.mktemp("fakegpu"), FAKE_STATE_DIR)
+    with healthkit.short_interval(session):
+        healthkit.install_fakes(session, built)
+        for worker in session.cluster.workers:
+            _state(session, worker, "gpus=0\n")  # registers without Gres (see the module's docstring)
+            healthkit.replace_worker(session, worker, healthkit.fake_gpu_patch())
+        for worker in session.cluster.workers:
+            wait_idle(session, worker)
+            _state(session, worker, HEALTHY)
+            doc = {**healthkit.health_config(session, worker), "expected_gpus": GPUS}
+            # The fake NCCL's bandwidth is a nanosleep inside the check's Python loop: on this loaded host it
+            # measures the loop, not a link (unit tests cover the floor). Keep it from draining healthy pods.
+            healthkit.write_health_config(session, worker, {**doc, "clean_runs_to_undrain": CLEAN_RUNS,
+                                                            "thresholds": {"allreduce_busbw_min_gbps": 100}})
+        try:
+            yield
+        finally:
+            session.root_in(session.cluster.login, "rm", "-rf", healthkit.FAKE_DIR)
+
+
+@pytest.mark.parametrize("fault", list(FAULTS.values()), ids=list(FAULTS))
+def test_fault_drains_requeues_and_returns(session: Session, fake_gpus: None, fault: Fault,
+                                           request: pytest.FixtureRequest) -> None:
+    faulty, healthy = session.cluster.workers
+    name = request.node.callspec.id
+    healthkit.drain_as_admin(session, healthy, "test: jobs kept off until the fault is in")
+    try:
+        held = session.as_researcher("sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "hostname")
+        assert held.code == 0, held.stderr
+        job = int(held.stdout.strip().split(";")[0])
+        if name == "nvml-missing":
+            assert session.root_in(faulty, "sh", "-c", f"mv {NVML} {NVML}.away && ldconfig").code == 0
+        else:
+            _state(session, faulty, HEALTHY + fault.state)
+        healthkit.scontrol(session, "release", str(job))
+        if fault.reason is None:
+            done, waited = healthkit.wait_job_done(session, job)
+            print(f"{name}: job done in {waited:.1f}s (bound {JOB_WORST_S:.0f}s)")
+            assert (done["JobState"], done["BatchHost"]) == ("COMPLETED", faulty), done
+            n = node(session, faulty)
+            assert n is not None and not n.drained, n
+            return
+        _, waited = wait_for(f"{faulty} drained ({name})", lambda: drained_with(session, faulty, fault.reason or ""),
+                             DRAIN_WORST_S)
+        print(f"{name}: drained in {waited:.1f}s (bound {DRAIN_WORST_S:.0f}s)")
+        healthkit.resume(session, healthy)
+        done, waited = healthkit.wait_job_done(session, job, REQUEUED_JOB_WORST_S)
+        print(f"{name}: job done in {waited:.1f}s, restarts {done['Restarts']} (bound {REQUEUED_JOB_WORST_S:.0f}s)")
+        assert done["JobState"] == "COMPLETED", done
+        if fault.in_prolog:
+            assert done["BatchHost"] == healthy, done
+    finally:
+        if name == "nvml-missing":
+            session.root_in(faulty, "sh", "-c", f"mv {NVML}.away {NVML} && ldconfig")
+        _state(session, faulty, HEALTHY)
+        healthkit.resume(session, healthy)
+    waited = wait_idle(session, faulty, UNDRAIN_WORST_S)
+    print(f"{name}: back in service {waited:.1f}s after the fault was cleared (bound {UNDRAIN_WORST_S}s)")
