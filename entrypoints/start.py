@@ -179,7 +179,9 @@ def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec, extra_files: tup
     if spec.cgroups:
         files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
     dirs = [OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700)]
-    if spec.policy == cluster_spec.POLICY_SLURMPOD:
+    from slurmpod.entrypoints.cluster_spec import POLICY_SLURMPOD  # lazy: workers never load the spec module
+
+    if spec.policy == POLICY_SLURMPOD:
         # The job_submit plugin runs inside slurmctld (SlurmUser) and writes its timing stats here.
         dirs.append(OutDir(wk.PLUGIN_STATS_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
     if c.auth == wk.AUTH_SLURM:
