@@ -26,10 +26,11 @@ def _script(name: str, body: Sequence[str], *, prefix: bool = True) -> str:
 
 
 def _wait_socket(path: str, seconds: int) -> list[str]:
-    steps = seconds * 20
+    # munged makes its socket within tens of ms of its start: poll at 10 ms, the wait is on the path to IDLE.
+    steps = seconds * 100
     q = shlex.quote(path)
     return [
-        f"for _ in $(seq {steps}); do [ -S {q} ] && break; sleep 0.05; done",
+        f"for _ in $(seq {steps}); do [ -S {q} ] && break; sleep 0.01; done",
         f'[ -S {q} ] || {{ echo "{path} not up after {seconds} s"; exit 1; }}',
     ]
 

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Literal
 
 from slurmpod import __version__
 from slurmpod import well_known as wk
-from slurmpod.entrypoints.cluster_spec import ClusterSpec
 
 if TYPE_CHECKING:
     import jinja2
+
+    from slurmpod.entrypoints.cluster_spec import ClusterSpec
 
 
 @dataclass(frozen=True, slots=True)

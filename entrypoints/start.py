@@ -8,6 +8,7 @@ One direction, no back and forth: PodInfo -> (NodeSpec) -> rendered files -> sup
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import pwd
@@ -20,20 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slurmpod import confvalues, hardware, nvml, podinfo, slurm_version
+from slurmpod import confvalues, hardware, mounttable, nvml, podinfo, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.entrypoints import health_config, nodespec, programs, render, secrets
 from slurmpod.entrypoints.render import Program
 from slurmpod.errors import BadInput, TransientError
-from slurmpod.slurm import CliSlurmClient
 
 if TYPE_CHECKING:
     from slurmpod.entrypoints import cluster_spec
-from slurmpod.prolog_epilog.checks.node import mounts
 
 log = logging.getLogger(__name__)
 
-SUPERVISORD = "/usr/local/bin/supervisord"
 # Seconds reconcile-node waits before its first look (slurmd registers in about 1 s).
 RECONCILE_DELAY_S = 3
 
@@ -206,6 +204,7 @@ def topology_files(spec: cluster_spec.ClusterSpec, env: Mapping[str, str]) -> tu
     file to exist. With the slurm source no worker has registered yet, so it holds no nodes until the
     first topology-sync pass; with the api source it holds the pods the API lists now."""
     from slurmpod.entrypoints import cluster_spec, topology_sync  # noqa: PLC0415 - the controller's alone
+    from slurmpod.slurm import CliSlurmClient  # noqa: PLC0415 - the controller's alone
 
     tgt = topology_sync.target(spec, slurm_version.detect(env))
     if tgt is None:
@@ -227,7 +226,7 @@ def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _Role
     node_conf = node.conf_string()
     files = [OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf())] if node.gpus else []
     try:
-        mounted = mounts.mount_points((settings.hw_root / "proc/self/mounts").read_text(encoding="utf-8"))
+        mounted = mounttable.mount_points((settings.hw_root / "proc/self/mounts").read_text(encoding="utf-8"))
     except OSError:
         mounted = frozenset()
     facts = health_config.NodeFacts(len(node.gpus), c.auth, node.real_memory_mib, health_config.required(mounted))
@@ -384,4 +383,17 @@ def main(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     _kick_supervisord(settings.run_dir / wk.SUPERVISOR_SOCK)
-    os.execv(SUPERVISORD, [SUPERVISORD, "-n", "-c", str(conf)])  # noqa: S606 - become PID 1
+    return _run_supervisord(conf)
+
+
+def _run_supervisord(conf: Path) -> int:
+    """Become supervisord in this process (PID 1) rather than exec a second interpreter.
+
+    supervisord's main() is what its console script calls; running it here saves a Python start and the
+    imports both share, the largest part of what our start adds over a bare slurmd (make bench). It
+    installs its own SIGTERM handler; until then ours ends the pod at once. Returns 0 when it shuts down.
+    Ref: supervisor/supervisord.py main(args)
+    """
+    supervisord = importlib.import_module("supervisor.supervisord")
+    supervisord.main(["-n", "-c", str(conf)])
+    return 0

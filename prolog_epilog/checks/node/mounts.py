@@ -5,20 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from slurmpod.mounttable import mount_points
 from slurmpod.prolog_epilog.check import Check, CheckEnv
 from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, fail, ok, skipped
 
 NAME = "mounts"
-
-
-def mount_points(text: str) -> frozenset[str]:
-    """Mount points from /proc/self/mounts (octal escapes as the kernel writes them). Ref: proc(5)"""
-    points = set()
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 2:
-            points.add(fields[1].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\"))
-    return frozenset(points)
 
 
 def judge(required: Sequence[str], mounted: frozenset[str]) -> CheckResult:
