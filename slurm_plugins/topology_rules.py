@@ -77,4 +77,5 @@ def _placement(t: Topology, req: JobRequest) -> Outcome:
     hint = f"ask for at most {size} nodes"
     if t.oversize is Oversize.SEGMENT:
         hint += f", or a multiple of {size} so each {size}-node segment fills one {unit}"
-    return refuse(Rule.TOPOLOGY, f"a {n}-node GPU job does not fit one {unit} of {size} nodes: {hint}")
+    kind = "GPU job" if req.gpus else "job"  # with gpuJobsOnly: false, CPU jobs are placed too
+    return refuse(Rule.TOPOLOGY, f"a {n}-node {kind} does not fit one {unit} of {size} nodes: {hint}")

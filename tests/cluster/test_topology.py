@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from clusterkit import Session, all_idle, nodes, restore_pod, scontrol, wait_for, wait_idle, wait_ready
+from test_policy import PolicyVolume
 
 from slurmpod import well_known as wk
 from slurmpod.topology import hostlist
@@ -86,6 +87,13 @@ def _wait_topology(s: Session, expected: dict[str, frozenset[str]], what: str) -
         raise AssertionError(f"{what}: shown {_shown(s)}, rendered {_rendered(s)}, want {expected}") from None
 
 
+def _placing_policy(plugin: str) -> str:
+    """The job_submit policy for these 2-node blocks: every multi-node job kept to one block (the shipped
+    policy places GPU jobs only; these workers have none), a larger one refused with the reason."""
+    return (f"topology:\n  plugin: {plugin}\n  groupSize: 2\n  maxSwitchWaitSeconds: 60\n"
+            "  gpuJobsOnly: false\n  oversize: reject\n")
+
+
 def _job_nodes(s: Session, *argv: str) -> frozenset[str]:
     result = s.as_researcher("srun", *argv, "hostname", timeout=120)
     assert result.code == 0, result.stderr
@@ -136,6 +144,21 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         # across both blocks: tree joins them under the root switch; block under the 2-block level.
         three = _job_nodes(session, "-N3")
         assert len(three) == 3 and three & both["b1"] and three & both["b2"]
+
+        # The policy places jobs (issue 9: "a 3-node job behaves as the policy says"): a 2-node job is
+        # given one leaf switch (tree: --switches=1) or one block (block: --segment=2) and runs inside
+        # it; a 3-node job, larger than any block, is refused with the reason on srun's stderr.
+        policy = PolicyVolume(session)
+        try:
+            policy.publish({"policy.yaml": _placing_policy(plugin)})
+            assert _job_nodes(session, "-N2") in (both["b1"], both["b2"])
+            refused = session.as_researcher("srun", "-N3", "hostname", timeout=120)
+            assert refused.code != 0
+            unit = "leaf switch" if plugin == "tree" else "block"
+            assert f"a 3-node job does not fit one {unit} of 2 nodes: ask for at most 2 nodes" in refused.stderr, \
+                refused.stderr
+        finally:
+            policy.restore()
 
         # A pod goes (scale-in: its node deleted as the reaper would): the topology follows.
         lifecycle.delete_pod(client, name, w[3])

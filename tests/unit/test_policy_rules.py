@@ -65,16 +65,19 @@ def test_tier_rules(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any
      ""),
     (TREE, {"min_nodes": 4, "tres_per_job": "gres/gpu:32"}, Verdict.MODIFY, {"req_switch": 1, "wait4switch": 300},
      "--switches=1@300s"),
-    (TREE, {"min_nodes": 5, "tres_per_node": "gres/gpu:8"}, Verdict.REJECT, {}, "does not fit one leaf switch of 4"),
+    (TREE, {"min_nodes": 5, "tres_per_node": "gres/gpu:8"}, Verdict.REJECT, {},
+     "a 5-node GPU job does not fit one leaf switch of 4"),
     (TREE, {"min_nodes": 2, "tres_per_node": "gres/gpu:8", "req_switch": 2}, Verdict.ACCEPT, {}, ""),
     ("topology: {plugin: block, groupSize: 4, oversize: allow}", {"min_nodes": 6, "tres_per_node": "gres/gpu:1"},
      Verdict.ACCEPT, {}, ""),
     ("topology: {plugin: block, groupSize: 4, gpuJobsOnly: false}", {"min_nodes": 3}, Verdict.MODIFY,
      {"segment_size": 3}, ""),
+    ("topology: {plugin: tree, groupSize: 2, gpuJobsOnly: false, oversize: reject}", {"min_nodes": 3},
+     Verdict.REJECT, {}, "a 3-node job does not fit one leaf switch of 2 nodes: ask for at most 2 nodes"),
 ], ids=["block-fits", "block-exact", "block-whole-segments", "block-oversize-rejected", "single-node",
         "cpu-job", "user-segment-kept", "node-range", "max-equals-min",
         "tree-fits", "tree-oversize-rejected", "user-switches-kept", "oversize-allowed",
-        "cpu-jobs-too"])
+        "cpu-jobs-too", "cpu-job-oversize-names-no-gpus"])
 def test_topology_rules(text: str, kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any], words: str) -> None:
     d = engine.decide(policy(text), job(**kw))
     assert d.verdict is verdict, d
