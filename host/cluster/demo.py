@@ -8,6 +8,8 @@ replacement pod rejoins IDLE.
 Last, the job_submit policy (deploy/kubernetes/policy.yaml, run by slurmctld's job_submit/slurmpod plugin)
 answers three held submissions: one accepted unchanged, one modified (the preemptible tier turns requeue on
 and adds its grace signal; `scontrol show job` shows it), one rejected with the policy's message.
+Then the health check: a worker whose health config requires a mount it lacks is drained with the failing
+check's reason (`slurmpod: mounts: ...`) and returned to service after clean runs once the fault is gone.
 Ref: https://slurm.schedmd.com/job_array.html (%A = array job id, %a = task id in --output)
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import re
 import shlex
 import sys
@@ -165,6 +168,55 @@ def show_drain(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
     cli.wait_idle(client, cluster, cli.DEFAULT_UP_TIMEOUT_S, io.StringIO())
 
 
+def _node_reason(client: Any, cluster: cli.Cluster, pod: str) -> str:
+    """`sinfo -R` for one node: its drain reason, or empty when it is in service."""
+    return _as_researcher(client, cluster.login, ["sinfo", "-h", "-R", "-n", pod, "-o", "%E"], 30).stdout.strip()
+
+
+def show_health(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
+    """slurmpod's periodic health check (slurmd's HealthCheckProgram, run here by hand rather than waiting
+    for HealthCheckInterval) drains a worker with the failing check's reason, and returns it to service
+    after clean runs once the fault is gone. The fault: the worker's health config requires a /datasets
+    mount the pod does not have."""
+    pod = cluster.workers[-1]
+    original = _check(runtime.exec_in(client, pod, ["cat", wk.HEALTH_CONFIG], timeout_s=30), "reading health config")
+    doc = json.loads(original)
+    faulty = json.dumps({**doc, "required_mounts": [*doc.get("required_mounts", []), "/datasets"]}, sort_keys=True)
+    run = ["slurmpod", "check", "run", "--context", "periodic", "--act"]
+
+    def write(text: str) -> None:
+        new = f"{wk.HEALTH_CONFIG}.new"
+        script = f"printf '%s\\n' {shlex.quote(text)} > {new} && mv {new} {wk.HEALTH_CONFIG}"
+        _check(runtime.exec_in(client, pod, ["sh", "-c", script], timeout_s=30), "writing health config")
+
+    print(f"\n# {pod}: its health config now requires a /datasets mount, which the pod does not have", file=out)
+    write(faulty)
+    try:
+        print(f"$ {shlex.join(run)}   # in {pod}, what slurmd runs every HealthCheckInterval", file=out, flush=True)
+        print(runtime.exec_in(client, pod, run, timeout_s=60).stdout.rstrip(), file=out)
+        reason = _node_reason(client, cluster, pod)
+        print(f"$ sinfo -R -n {pod}\n{reason}", file=out)
+        if not reason.startswith(wk.REASON_PREFIX):
+            raise PermanentError(f"health step: {pod} was not drained by the failing check (reason {reason!r})")
+    finally:
+        write(original.rstrip("\n"))
+    print(f"\n# fault gone: slurmpod lifts its own drain after {config_clean_runs(doc)} clean runs", file=out)
+    for i in range(config_clean_runs(doc) + 1):
+        result = runtime.exec_in(client, pod, run, timeout_s=60)
+        print(f"$ {shlex.join(run)}   # run {i + 1}: {result.stdout.strip().splitlines()[-1]}", file=out, flush=True)
+        if not _node_reason(client, cluster, pod):
+            print(f"{pod} back in service", file=out)
+            return
+    raise PermanentError(f"health step: {pod} still drained ({_node_reason(client, cluster, pod)!r})")
+
+
+def config_clean_runs(doc: dict[str, Any]) -> int:
+    """clean_runs_to_undrain of a health config (prolog_epilog.config's default when unset)."""
+    from slurmpod.prolog_epilog.config import CLEAN_RUNS_TO_UNDRAIN  # noqa: PLC0415 - only this step needs it
+
+    return int(doc.get("clean_runs_to_undrain", CLEAN_RUNS_TO_UNDRAIN))
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyCase:
     """One submission of the policy step and what the shipped policy answers."""
@@ -229,6 +281,7 @@ def main(args: argparse.Namespace) -> int:
     run_jobs(client, cluster, out)
     show_drain(client, cluster, out)
     show_policy(client, cluster, out)
+    show_health(client, cluster, out)
     print("\n$ sinfo", file=out)
     cli.print_sinfo(cluster, out)
     print(f"\nshell in the login pod:  docker exec -it {cluster.login} su - {wk.DEMO_USER}", file=out)
