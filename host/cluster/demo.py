@@ -205,7 +205,7 @@ def show_health(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
         result = runtime.exec_in(client, pod, run, timeout_s=60)
         print(f"$ {shlex.join(run)}   # run {i + 1}: {result.stdout.strip().splitlines()[-1]}", file=out, flush=True)
         if not _node_reason(client, cluster, pod):
-            # After RESUME slurmctld shows the node not responding (idle*) until its next ping answers.
+            # Right after RESUME sinfo showed the node as idle* (not responding; seen with 24.11.5) for a moment.
             cli.wait_idle(client, cluster, cli.DEFAULT_UP_TIMEOUT_S, io.StringIO())
             print(f"{pod} back in service", file=out)
             return
