@@ -6,10 +6,11 @@ loginsets.<name>.login.image, and render `repository@digest` when digest is set.
 scalars change (or a `digest:` line is added under `tag:`); comments, order and every other byte stay,
 because the edit is made on the text at the positions PyYAML's composer reports.
 
-The digest pinned: the image's RepoDigest for the file's `repository` when the image has one (after a
-`docker push` or pull), since that manifest digest is what a kubelet resolves `repository@digest` against;
-else the local image ID (`sha256:` of its config), which names this exact build but which a registry
-or containerd only knows after the image is pushed (README, "Install with Helm").
+The digest pinned is the image's RepoDigest for the file's `repository` (Docker records one after a
+`docker push` to it): the manifest digest a kubelet resolves `repository@digest` against. A locally built
+image has none. Its image ID (the config's sha256) names the build exactly, but containerd's CRI does not
+resolve `repository@<image ID>` for side-loaded images (they get no repo digest: kind#2734,
+containerd/cri#1079), so the ID is written only with --local-id (`local_id`), for traceability.
 Ref: https://kubernetes.io/docs/concepts/containers/images/#image-names
 """
 
@@ -55,12 +56,12 @@ class Built:
     image_id: str
     repo_digests: tuple[str, ...]
 
-    def digest_for(self, repository: str) -> str:
+    def digest_for(self, repository: str, local_id: bool) -> str | None:
         for entry in self.repo_digests:
             name, _, digest = entry.partition("@")
             if name == repository and _DIGEST.fullmatch(digest):
                 return digest
-        return self.image_id
+        return self.image_id if local_id else None
 
 
 def _walk(node: yaml.Node, prefix: str = "") -> list[tuple[str, yaml.Node]]:
@@ -137,7 +138,8 @@ def _edits(text: str, target: Target, digest: str) -> tuple[int, int, str]:
     return at, at, f"\n{indent}digest: {quoted}"
 
 
-def pin(text: str, chosen: Sequence[Target], lookup: Callable[[str], Built | None], flavor: str) -> str:
+def pin(text: str, chosen: Sequence[Target], lookup: Callable[[str], Built | None], flavor: str,
+        local_id: bool = False) -> str:
     """``text`` with each target's digest set (pure but for ``lookup``)."""
     edits = []
     for target in chosen:
@@ -145,7 +147,12 @@ def pin(text: str, chosen: Sequence[Target], lookup: Callable[[str], Built | Non
         built = lookup(ref)
         if built is None:
             raise BadInput.one(target.path, ref, "image not built (run `slurmpod images build`)")
-        edits.append(_edits(text, target, built.digest_for(target.repository)))
+        digest = built.digest_for(target.repository, local_id)
+        if digest is None:
+            raise BadInput.one(f"{target.path}.repository", target.repository,
+                               f"{ref} has no RepoDigest there: `docker tag` and `docker push` it to that "
+                               "repository and pin again (or --local-id to write its image ID)")
+        edits.append(_edits(text, target, digest))
     for start, end, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[end:]
     return text
@@ -177,10 +184,10 @@ def _parse_paths(raw: Sequence[str] | None) -> list[tuple[str, str]] | None:
 
 
 def run(values: Path, flavor: str, paths: list[tuple[str, str]] | None,
-        lookup: Callable[[str], Built | None], out: TextIO = sys.stdout) -> None:
+        lookup: Callable[[str], Built | None], *, out: TextIO = sys.stdout, local_id: bool = False) -> None:
     text, root = _compose(values)
     chosen = targets(root, paths)
-    new = pin(text, chosen, lookup, flavor)
+    new = pin(text, chosen, lookup, flavor, local_id)
     values.write_text(new, encoding="utf-8")
     for t in chosen:
         print(f"pinned {t.path} ({t.role})", file=out)
@@ -191,5 +198,5 @@ def main(args: argparse.Namespace) -> int:
     values = Path(args.values)
     if not values.is_file():
         raise BadInput.one("--values", str(values), "no such file")
-    run(values, args.flavor, paths, _engine_lookup())
+    run(values, args.flavor, paths, _engine_lookup(), local_id=bool(getattr(args, "local_id", False)))
     return 0

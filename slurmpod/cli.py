@@ -142,6 +142,8 @@ def _host_commands(sub: Any, t: Twins) -> None:
     _opt(pin, t, "--path", action="append", default=None,
          help="KEYPATH=ROLE to pin, e.g. nodesets.gpu.slurmd.image=worker (repeatable; default: every "
               "controller.slurmctld.image, nodesets.*.slurmd.image, loginsets.*.login.image)")
+    _opt(pin, t, "--local-id", action="store_true", default=False,
+         help="pin the local image ID where the image has no RepoDigest (not pullable by a kubelet)")
     pin.set_defaults(handler=_lazy("slurmpod_host.images.pin"))
     ls = isub.add_parser("list", help="list built slurmpod images")
     ls.set_defaults(handler=_lazy("slurmpod_host.images.build", "list_main"))

@@ -27,8 +27,8 @@ def _lookup(ref: str) -> pin.Built | None:
     return pin.Built(ref, IDS[role], digests)
 
 
-def _run(path: Path, paths: list[tuple[str, str]] | None = None) -> str:
-    pin.run(path, "24.11", paths, _lookup, out=io.StringIO())
+def _run(path: Path, paths: list[tuple[str, str]] | None = None, local_id: bool = True) -> str:
+    pin.run(path, "24.11", paths, _lookup, out=io.StringIO(), local_id=local_id)
     return path.read_text()
 
 
@@ -94,11 +94,26 @@ def test_bad_input_names_it(tmp_path: Path, content: str, paths: list[tuple[str,
     assert values.read_text() == content  # nothing written
 
 
+def test_without_a_repo_digest_only_local_id_pins(tmp_path: Path) -> None:
+    """An image never pushed has no manifest digest a kubelet could pull; refuse unless --local-id."""
+    values = tmp_path / "values.yaml"
+    shutil.copy(CHART_VALUES, values)
+    with pytest.raises(BadInput) as exc:
+        _run(values, local_id=False)
+    assert (exc.value.problems[0].field, exc.value.problems[0].value) == \
+        ("controller.slurmctld.image.repository", "slurmpod/controller")
+    assert values.read_text() == CHART_VALUES.read_text()
+    slinky = tmp_path / "slinky.yaml"
+    shutil.copy(GOLDEN / "slinky-values.yaml", slinky)
+    _run(slinky, [("nodesets.gpu.slurmd.image", "worker")], local_id=False)  # pushed: its RepoDigest
+    assert f'digest: "{PUSHED_WORKER}"' in slinky.read_text()
+
+
 def test_image_not_built(tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     shutil.copy(CHART_VALUES, values)
     with pytest.raises(BadInput) as exc:
-        pin.run(values, "26.05", None, lambda ref: None, out=io.StringIO())
+        pin.run(values, "26.05", None, lambda ref: None, out=io.StringIO(), local_id=True)
     assert (exc.value.problems[0].field, exc.value.problems[0].value) == \
         ("controller.slurmctld.image", "slurmpod/controller:26.05")
     assert values.read_text() == CHART_VALUES.read_text()
