@@ -6,13 +6,21 @@ render (one source: what the emulator runs is what a user installs).
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
+import uuid
+from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
+
+from slurmpod.errors import BadInput
+from slurmpod_host.cluster import auth as cluster_auth
+from slurmpod_host.cluster import manifests, podspec
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "slurmpod"
@@ -138,3 +146,34 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
     assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def _emulate(tmp_path: Path, variant: str) -> list[str]:
+    """Plan the emulated cluster from a render of ``variant``; the reasons of any refusal."""
+    out = tmp_path / "slurmpod.yaml"
+    out.write_text(yaml.safe_dump_all(RENDERS[variant]))
+    (tmp_path / manifests.KUSTOMIZATION).write_text("resources: [slurmpod.yaml]\n")
+    bundle = cluster_auth.configure(manifests.load(tmp_path), "munge", ssh_host_key=b"k")
+    params = podspec.ClusterParams(name="emu", subnet=ipaddress.IPv4Network("10.213.9.0/24"),
+                                   cluster_uid=uuid.UUID(int=7), created=datetime(2025, 1, 2, tzinfo=UTC),
+                                   node_cpu=Fraction(2), node_memory=Fraction(2**34))
+    try:
+        plans = podspec.plan_cluster(bundle, params, lambda n: b"k" * n)
+    except BadInput as exc:
+        return [f"{p.field}: {p.reason}" for p in exc.problems]
+    return [p.name for p in plans]
+
+
+@pytest.mark.parametrize("variant", ["default", "digest", "scaled", "policy-lua"])
+def test_the_emulator_runs_the_render(tmp_path: Path, variant: str) -> None:
+    names = _emulate(tmp_path, variant)
+    assert names[0] == "emu-controller-0" and names[-1] == "emu-login-0", names
+    workers = 8 + 4 if variant == "scaled" else 2
+    assert len([n for n in names if "-worker-" in n]) == workers
+
+
+def test_the_emulator_refuses_an_api_token_it_cannot_emulate(tmp_path: Path) -> None:
+    """topology.apiAccess mounts a ServiceAccount token: stated as not emulated, never silently dropped."""
+    reasons = _emulate(tmp_path, "topology")
+    assert any("controller" in r and "serviceAccountName" in r for r in reasons), reasons
+    assert any("controller" in r and "automountServiceAccountToken" in r for r in reasons), reasons
