@@ -5,7 +5,7 @@ SP := $(VENV)/bin/slurmpod
 PYTEST := $(VENV)/bin/pytest
 FLAVORS ?= 24.11 26.05
 
-.PHONY: demo test bench images clean lint unit image-tests cluster-tests bootstrap
+.PHONY: demo test bench images clean lint unit image-tests cluster-tests bootstrap manifests
 
 bootstrap:
 	@scripts/bootstrap-host.sh
@@ -26,8 +26,13 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy build/__editable__*/slurmpod host/build/__editable__*/slurmpod_host
 
+## unit: includes helm lint/template of deploy/helm/slurmpod and offline schema checks (tests/unit/test_helm_chart.py)
 unit: bootstrap
 	$(PYTEST) tests/unit
+
+## manifests: re-render deploy/kubernetes/slurmpod.yaml from the chart's default values (commit the result)
+manifests: bootstrap
+	scripts/render-manifests.sh
 
 images: bootstrap
 	for f in $(FLAVORS); do $(SP) images build --flavor $$f || exit 1; done

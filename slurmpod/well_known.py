@@ -55,7 +55,7 @@ MUNGE_KEY_SECRET = "/run/secrets/slurmpod/munge/munge.key"
 SLURM_KEY_SECRET = "/run/secrets/slurmpod/slurm/slurm.key"  # auth/slurm
 CLUSTER_SPEC_FILE = "/etc/slurmpod/cluster.yaml"
 
-# --- Objects in deploy/kubernetes (names before kustomize's namePrefix), read by `slurmpod cluster up` ---
+# --- Objects in deploy/kubernetes (names without the chart's `<release>-` prefix), read by `slurmpod cluster up` ---
 CONFIG_MAP_CLUSTER = "cluster"  # the cluster spec ConfigMap
 CONFIG_MAP_KEY_SPEC = "cluster.yaml"  # mounted at CLUSTER_SPEC_FILE on the controller
 CONFIG_MAP_KEY_AUTH = "auth"  # ENV_AUTH of every pod; equal to the spec's `auth:`
@@ -108,7 +108,7 @@ LABEL_NODESET = "slurmpod.io/nodeset"  # set by deploy/ on worker pods; becomes 
 ANNOTATION_FEATURES = "slurmpod.io/features"  # set by users: comma-separated extra Slurm Features
 ANNOTATION_WEIGHT = "slurmpod.io/weight"  # set by users: Slurm node Weight
 LABEL_TOPOLOGY = "slurmpod.io/topology"  # generic placement path, e.g. "block1/host3"
-# Set on every pod by deploy/kubernetes/kustomization.yaml (`labels`) and by `slurmpod cluster up`;
+# Set on every pod by the Helm chart (deploy/helm/slurmpod) and by `slurmpod cluster up`;
 # SLURMPOD_CLUSTER_NAME comes from it through a fieldRef.
 # Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
 LABEL_INSTANCE = "app.kubernetes.io/instance"
@@ -171,7 +171,7 @@ ENV_KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # token, ca.crt, namespace
 
 # --- job_submit policy and plugin (slurmpod.slurm_plugins; issue 8) ---
-# The policy YAML slurmctld's job_submit/slurmpod plugin reads: deploy/kubernetes/policy.yaml (ConfigMap
+# The policy YAML slurmctld's job_submit/slurmpod plugin reads: the chart's `policy` ConfigMap (ConfigMap
 # `policy`) mounted on the controller; SLURMPOD_POLICY (set in the controller's env) overrides the path.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins
 ENV_POLICY = "SLURMPOD_POLICY"

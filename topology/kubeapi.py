@@ -2,7 +2,7 @@
 
 GET only, with the pod's service-account token and the cluster CA, every request with a timeout.
 What it returns is the same document `kubectl get ... -o json` prints, so slurmpod.topology.kube parses
-both. The RBAC it needs is deploy/kubernetes/topology-reader-rbac.yaml (nodes: get, list, watch).
+both. The RBAC it needs is the chart's topology-reader RBAC (deploy/helm/slurmpod) (nodes: get, list, watch).
 Ref: https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/#without-using-a-proxy
 """
 

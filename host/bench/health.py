@@ -99,7 +99,7 @@ def prolog_on_fake_gpus(report: Report, repo: Path, trials: int = 7) -> float:
 PROLOG_OVERHEAD_FLOOR_S = 0.150
 OVERHEAD_JOBS = 50
 READY_TIMEOUT_S = 120
-# The shipped ConfigMap's hook lines (deploy/kubernetes/configmap.yaml); null turns a hook off.
+# The shipped ConfigMap's hook lines (values `cluster.hooks` of deploy/helm/slurmpod); null turns a hook off.
 HOOK_LINES = {f"prolog: {wk.PROLOG_BIN}": "prolog: null", f"epilog: {wk.EPILOG_BIN}": "epilog: null"}
 
 

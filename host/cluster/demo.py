@@ -5,7 +5,7 @@ From the login pod, as user researcher (uid 2000): `srun -N2 hostname`, then a 2
 Then a drain: the pod running a batch job is deleted the way kubectl would (its preStop hook drains
 the node and requeues the job, then SIGTERM); the job finishes on another pod and the StatefulSet's
 replacement pod rejoins IDLE.
-Last, the job_submit policy (deploy/kubernetes/policy.yaml, run by slurmctld's job_submit/slurmpod plugin)
+Last, the job_submit policy (the chart's `policy` ConfigMap, run by slurmctld's job_submit/slurmpod plugin)
 answers three held submissions: one accepted unchanged, one modified (the preemptible tier turns requeue on
 and adds its grace signal; `scontrol show job` shows it), one rejected with the policy's message.
 Then the health check: a worker whose health config requires a mount it lacks is drained with the failing

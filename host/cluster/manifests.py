@@ -1,7 +1,11 @@
 """The Kubernetes manifests in deploy/kubernetes, read the way kustomize would list them.
 
-The emulator runs these very files: kustomization.yaml names the resources and the namespace;
-its namePrefix and instance label are replaced by the cluster name given to `slurmpod cluster up`.
+The emulator runs these very files: kustomization.yaml names the resources (the Helm chart's default
+output, deploy/kubernetes/slurmpod.yaml). Objects carry the release name as their instance label and
+as the ``<release>-`` prefix of their names and of the names they refer to; the loader strips that
+prefix, so the emulator sees base names (``controller``, ``cluster``, ``munge``) and gives them the
+cluster name of `slurmpod cluster up` instead. Kinds the emulator does not run (RBAC, PriorityClass,
+PodDisruptionBudget) are loaded but never interpreted; tests validate them offline.
 Ref: https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/
 """
 
@@ -14,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, PermanentError
 from slurmpod.problems import Problems
 
@@ -75,6 +80,48 @@ def _load_yaml(path: Path) -> list[Any]:
         raise BadInput.one("manifest", str(path), f"not YAML: {exc}") from None
 
 
+# Keys whose string value names another object of the release (and whose prefix the loader strips).
+_REF_KEYS = frozenset({"secretName", "claimName", "serviceName", "priorityClassName", "serviceAccountName"})
+# Mappings whose `name` names another object: volumes' configMap, env's configMapKeyRef/secretKeyRef.
+_REF_PARENTS = frozenset({"configMap", "configMapKeyRef", "secretKeyRef"})
+
+
+def _strip(value: Any, prefix: str) -> Any:
+    return value[len(prefix):] if isinstance(value, str) and value.startswith(prefix) else value
+
+
+def _unprefix(node: Any, prefix: str, parent: str = "") -> Any:
+    """A copy of ``node`` with ``prefix`` taken off object names and references to them."""
+    if isinstance(node, list):
+        return [_unprefix(item, prefix, parent) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _REF_KEYS or (key == "name" and parent in _REF_PARENTS):
+            out[key] = _strip(value, prefix)
+        else:
+            out[key] = _unprefix(value, prefix, key)
+    return out
+
+
+def release_of(body: Mapping[str, Any]) -> str | None:
+    labels = (body.get("metadata") or {}).get("labels") or {}
+    value = labels.get(wk.LABEL_INSTANCE)
+    return value if isinstance(value, str) and value else None
+
+
+def _base(body: dict[str, Any]) -> dict[str, Any]:
+    """The object as the emulator reads it: without its release's name prefix."""
+    release = release_of(body)
+    if release is None:
+        return body
+    prefix = f"{release}-"
+    out = _unprefix(body, prefix)
+    out["metadata"] = {**out["metadata"], "name": _strip(body["metadata"].get("name"), prefix)}
+    return out  # type: ignore[no-any-return]
+
+
 def load(directory: Path) -> Bundle:
     """Read the kustomization in ``directory`` and every resource file it lists."""
     kust_docs = _load_yaml(directory / KUSTOMIZATION)
@@ -98,7 +145,8 @@ def load(directory: Path) -> Bundle:
                 continue
             name = meta.get("name")
             if p.check(isinstance(name, str) and bool(name), f"{where}.metadata.name", str(name), "required"):
-                documents.append(Document(resource, body))
+                documents.append(Document(resource, _base(body)))
     p.raise_if_any()
-    namespace = kust.get("namespace") or DEFAULT_NAMESPACE
+    namespaces = {d.body["metadata"].get("namespace") for d in documents} - {None}
+    namespace = kust.get("namespace") or (min(namespaces) if namespaces else DEFAULT_NAMESPACE)
     return Bundle(namespace=str(namespace), documents=tuple(documents))

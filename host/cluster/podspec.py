@@ -51,7 +51,17 @@ STS_FIELDS = frozenset({"serviceName", "replicas", "podManagementPolicy", "selec
                         "volumeClaimTemplates"})
 POD_FIELDS = frozenset({"containers", "volumes", "terminationGracePeriodSeconds",
                         "automountServiceAccountToken", "enableServiceLinks"})
-POD_IGNORED = {"dnsConfig": "Docker's embedded DNS resolves bare pod names on the cluster network"}
+POD_IGNORED = {"dnsConfig": "Docker's embedded DNS resolves bare pod names on the cluster network",
+               "priorityClassName": "one Docker host and no scheduler: nothing is preempted"}
+INTERPRETED_KINDS = frozenset({"StatefulSet", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim"})
+# Kinds the chart ships that have nothing to act on here (tests validate them offline).
+_NO_API = "no API server: pods here never call it"
+KINDS_IGNORED = {
+    "PriorityClass": "one Docker host and no scheduler: nothing is preempted",
+    "PodDisruptionBudget": "no eviction API: pods are deleted by `slurmpod cluster` only",
+    "ServiceAccount": _NO_API, "ClusterRole": _NO_API, "ClusterRoleBinding": _NO_API,
+    "Role": _NO_API, "RoleBinding": _NO_API,
+}
 CONTAINER_FIELDS = frozenset({"name", "image", "command", "args", "env", "resources", "readinessProbe",
                               "lifecycle", "volumeMounts", "securityContext", "terminationMessagePath",
                               "workingDir"})
@@ -391,6 +401,12 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
     return plans
 
 
+def _role_rank(doc: Document) -> int:
+    labels = (((doc.body.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
+    role = labels.get(wk.LABEL_ROLE)
+    return wk.ROLES.index(role) if role in wk.ROLES else len(wk.ROLES)
+
+
 def plan_cluster(bundle: Bundle, params: ClusterParams,
                  generate: Callable[[int], bytes]) -> tuple[PodPlan, ...]:
     """Every pod of every StatefulSet, in manifest order, each with a fixed IP on the cluster subnet.
@@ -404,10 +420,12 @@ def plan_cluster(bundle: Bundle, params: ClusterParams,
     ips = [h for h in hosts if h != params.gateway]
     shared = _Shared(params, bundle, secrets)
     plans: list[PodPlan] = []
-    for doc in bundle.of_kind("StatefulSet"):
+    # Controller first, then workers, then login (wk.ROLES), whatever order the manifests list them in:
+    # helm template sorts objects of one kind by name.
+    for doc in sorted(bundle.of_kind("StatefulSet"), key=_role_rank):
         plans.extend(_statefulset(doc, shared, ips, problems))
     for doc in bundle.documents:
-        if doc.kind not in {"StatefulSet", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim"}:
+        if doc.kind not in INTERPRETED_KINDS and doc.kind not in KINDS_IGNORED:
             problems.add(doc.where, doc.kind, "kind not interpreted by the emulator")
     if problems:
         raise BadInput(dict.fromkeys(problems))  # each pod of a StatefulSet repeats its template's problems

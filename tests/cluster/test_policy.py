@@ -3,7 +3,7 @@ raises, and a policy edited live (issue 8).
 
 Needs the wiring the lead adds with the plugin: the controller image carries job_submit_slurmpod.so,
 slurm.conf has JobSubmitPlugins=slurmpod, and controller.yaml mounts the `policy` ConfigMap
-(deploy/kubernetes/policy.yaml) as a volume named `policy` at /etc/slurmpod-policy. Each test writes its
+(the chart's `policy` ConfigMap) as a volume named `policy` at /etc/slurmpod-policy. Each test writes its
 own policy the way kubelet updates a mounted ConfigMap: a new `..<stamp>` directory, then `..data`
 swapped atomically; the plugin re-reads the file on the next submission. The shipped policy comes back
 at the end.

@@ -11,11 +11,13 @@ from slurmpod.slurm_plugins import loader
 from slurmpod.slurm_plugins.policy import Policy
 from slurmpod.slurm_plugins.request import JobRequest
 
-DEPLOY_POLICY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "policy.yaml"
+# The chart's default output; its `slurmpod-policy` ConfigMap holds the shipped policy.
+DEPLOY_POLICY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "slurmpod.yaml"
 
 
 def default_policy_text() -> str:
-    manifest = yaml.safe_load(DEPLOY_POLICY.read_text(encoding="utf-8"))
+    (manifest,) = [d for d in yaml.safe_load_all(DEPLOY_POLICY.read_text(encoding="utf-8"))
+                   if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "slurmpod-policy"]
     text: str = manifest["data"]["policy.yaml"]
     return text
 

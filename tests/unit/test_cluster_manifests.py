@@ -50,14 +50,32 @@ def test_schemas_are_local() -> None:
 def test_bundle_has_every_object() -> None:
     kinds = sorted((d.kind, d.name) for d in DOCS)
     assert kinds == [
+        ("ClusterRole", "topology-reader"),
+        ("ClusterRoleBinding", "topology-reader"),
         ("ConfigMap", "cluster"),
         ("ConfigMap", "policy"),
         ("PersistentVolumeClaim", "home"),
+        ("PodDisruptionBudget", "worker"),
+        ("PriorityClass", "inference"),
+        ("PriorityClass", "training"),
+        ("Role", "topology-reader"),
+        ("RoleBinding", "topology-reader"),
         ("Service", "slurm"),
+        ("ServiceAccount", "topology-reader"),
         ("StatefulSet", "controller"),
         ("StatefulSet", "login"),
         ("StatefulSet", "worker"),
     ]
+
+
+def test_loader_strips_the_release_prefix_from_names_and_references() -> None:
+    """The emulator sees base names; the rendered file has the release's (helm's) names."""
+    raw = [d for d in yaml.safe_load_all((DEPLOY / "slurmpod.yaml").read_text()) if d]
+    assert {d["metadata"]["name"] for d in raw} == {f"slurmpod-{d.name}" for d in DOCS}
+    volumes = {v["name"]: v for v in STATEFULSETS["worker"]["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["home"]["persistentVolumeClaim"]["claimName"] == "home"
+    assert STATEFULSETS["worker"]["spec"]["template"]["spec"]["priorityClassName"] == "training"
+    assert BUNDLE.namespace == "slurmpod"
 
 
 def test_service_is_headless_and_publishes_unready_pods() -> None:
@@ -195,16 +213,15 @@ def test_controller_specifics() -> None:
     assert volumes[mounts[str(Path(wk.CLUSTER_SPEC_FILE).parent)]]["configMap"] == {"name": "cluster"}
 
 
-def test_helm_values_pin_the_same_images() -> None:
-    values = yaml.safe_load((DEPLOY.parent / "helm" / "values.yaml").read_text())
+def test_chart_values_pin_the_same_images() -> None:
+    values = yaml.safe_load((DEPLOY.parent / "helm" / "slurmpod" / "values.yaml").read_text())
+    images = {"controller": values["controller"]["slurmctld"]["image"],
+              "worker": values["nodesets"]["workers"]["slurmd"]["image"],
+              "login": values["loginsets"]["login"]["login"]["image"]}
     for role, sts in STATEFULSETS.items():
-        image = values["images"][role]
+        image = images[role]
         assert f"{image['repository']}:{image['tag']}" == _container(sts)["image"]
-    worker = STATEFULSETS["worker"]
-    assert values["workers"]["resources"] == _container(worker)["resources"]
-    assert values["workers"]["replicas"] == worker["spec"]["replicas"]
-    assert values["workers"]["terminationGracePeriodSeconds"] == \
-        worker["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert image["digest"] == ""
 
 
 def test_loader_reports_every_bad_document_at_once(tmp_path: Path) -> None:

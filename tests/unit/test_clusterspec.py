@@ -154,8 +154,16 @@ def test_policy_selects_the_job_submit_plugin(doc: dict[str, Any], policy: str, 
     assert lines == ([line] if line else [])
 
 
+def _shipped_cluster_configmap() -> dict[str, Any]:
+    """The `cluster` ConfigMap of deploy/kubernetes/slurmpod.yaml (the chart's default output)."""
+    text = (Path(__file__).resolve().parents[2] / "deploy/kubernetes/slurmpod.yaml").read_text(encoding="utf-8")
+    (doc,) = [d for d in yaml.safe_load_all(text)
+              if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "slurmpod-cluster"]
+    return doc  # type: ignore[no-any-return]
+
+
 def test_shipped_spec_turns_the_slurmpod_policy_on() -> None:
-    manifest = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy/kubernetes/configmap.yaml").read_text())
+    manifest = _shipped_cluster_configmap()
     assert cluster_spec.parse(yaml.safe_load(manifest["data"]["cluster.yaml"])).policy == "slurmpod"
 
 
@@ -238,9 +246,8 @@ def test_a_failed_prolog_requeues_without_hold(hooks: dict[str, Any] | None, ext
 
 
 def test_shipped_configmap_spells_out_the_defaults() -> None:
-    """deploy/kubernetes/configmap.yaml names every hook; it must say what the defaults are."""
-    root = Path(__file__).resolve().parents[2]
-    doc = yaml.safe_load((root / "deploy/kubernetes/configmap.yaml").read_text(encoding="utf-8"))
+    """The shipped cluster ConfigMap names every hook; it must say what the defaults are."""
+    doc = _shipped_cluster_configmap()
     spec = yaml.safe_load(doc["data"]["cluster.yaml"])
     assert cluster_spec.parse(spec).hooks == cluster_spec.DEFAULT_HOOKS
     assert cluster_spec.parse({k: v for k, v in spec.items() if k != "hooks"}).hooks == cluster_spec.DEFAULT_HOOKS

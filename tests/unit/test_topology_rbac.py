@@ -1,4 +1,4 @@
-"""deploy/kubernetes/topology-reader-rbac.yaml: valid against the Kubernetes schemas, and read-only."""
+"""The chart's topology-reader RBAC (in deploy/kubernetes/slurmpod.yaml): valid, and read-only."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import kubernetes_validate
 import pytest
 import yaml
 
-RBAC = Path(__file__).parents[2] / "deploy" / "kubernetes" / "topology-reader-rbac.yaml"
+RBAC = Path(__file__).parents[2] / "deploy" / "kubernetes" / "slurmpod.yaml"
 READ_VERBS = {"get", "list", "watch"}
 
 
 def _docs() -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(RBAC.read_text(encoding="utf-8")) if doc]
+    return [doc for doc in yaml.safe_load_all(RBAC.read_text(encoding="utf-8"))
+            if doc and doc["metadata"]["name"] == "slurmpod-topology-reader"]
 
 
 @pytest.mark.parametrize("index", range(5), ids=["serviceaccount", "clusterrole", "clusterrolebinding", "role",

@@ -1,0 +1,137 @@
+{{/* <release>-<suffix>: every object's name, as kustomize's namePrefix gave them before. */}}
+{{- define "slurmpod.name" -}}
+{{- printf "%s-%s" .root.Release.Name .suffix | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object; selectors use the same name and instance. */}}
+{{- define "slurmpod.labels" -}}
+app.kubernetes.io/name: slurmpod
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* An image of Slinky's {repository, tag, digest} shape: a set digest wins. */}}
+{{- define "slurmpod.image" -}}
+{{- $img := .image -}}
+{{- if not $img.repository -}}{{- fail (printf "%s.repository: must be set" .field) -}}{{- end -}}
+{{- if $img.digest -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" (toString $img.digest)) -}}
+{{- fail (printf "%s.digest: %q is not sha256:<64 hex digits>" .field (toString $img.digest)) -}}
+{{- end -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- if not $img.tag -}}{{- fail (printf "%s.tag: must be set when digest is empty" .field) -}}{{- end -}}
+{{- printf "%s:%s" $img.repository (toString $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "slurmpod.secretName" -}}
+{{- $s := index .root.Values.secrets .key -}}
+{{- if and $s $s.name -}}{{ $s.name }}{{- else -}}{{ include "slurmpod.name" (dict "root" .root "suffix" .default) }}{{- end -}}
+{{- end -}}
+
+{{/* Pod-level settings every role shares. */}}
+{{- define "slurmpod.podCommon" -}}
+terminationGracePeriodSeconds: {{ .grace }}
+{{- if .serviceAccount }}
+# The topology sync reads the API (values topology.apiAccess).
+serviceAccountName: {{ .serviceAccount }}
+automountServiceAccountToken: true
+{{- else }}
+# Pods never talk to the API server; no Service env vars (Slurm uses DNS).
+automountServiceAccountToken: false
+{{- end }}
+enableServiceLinks: false
+# Bare pod names resolve through the headless Service: <release>-slurm.<namespace>.svc.cluster.local.
+# Ref: https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-dns-config
+dnsConfig:
+  searches:
+    - {{ include "slurmpod.name" (dict "root" .root "suffix" "slurm") }}.{{ .root.Release.Namespace }}.svc.cluster.local
+{{- end -}}
+
+{{/* The env contract of every role (slurmpod/well_known.py). */}}
+{{- define "slurmpod.env" -}}
+# Ref: https://kubernetes.io/docs/concepts/workloads/pods/downward-api/
+- name: POD_NAME
+  valueFrom: {fieldRef: {fieldPath: metadata.name}}
+- name: POD_NAMESPACE
+  valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+- name: POD_UID
+  valueFrom: {fieldRef: {fieldPath: metadata.uid}}
+- name: NODE_NAME
+  valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+- name: POD_IP
+  valueFrom: {fieldRef: {fieldPath: status.podIP}}
+- name: HOST_IP
+  valueFrom: {fieldRef: {fieldPath: status.hostIP}}
+- name: SLURMPOD_CPU_LIMIT
+  valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}
+- name: SLURMPOD_MEMORY_LIMIT
+  valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}
+- name: SLURMPOD_CPU_REQUEST
+  valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}
+- name: SLURMPOD_MEMORY_REQUEST
+  valueFrom: {resourceFieldRef: {resource: requests.memory, divisor: 1Mi}}
+- name: SLURMPOD_CLUSTER_NAME
+  valueFrom: {fieldRef: {fieldPath: "metadata.labels['app.kubernetes.io/instance']"}}
+# $(VAR) expands variables defined above.
+# Ref: https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
+- name: SLURMPOD_CONTROLLER
+  value: $(SLURMPOD_CLUSTER_NAME)-controller-0
+- name: SLURMPOD_GRACE_SECONDS
+  value: {{ .grace | toString | quote }}  # = terminationGracePeriodSeconds
+- name: SLURMPOD_LOG_FORMAT
+  value: json
+# munge | slurm: which key the entrypoint installs and which daemons it runs.
+# Ref: https://kubernetes.io/docs/tasks/configure-pod-container/configure-pod-configmap/#define-container-environment-variables-using-configmap-data
+- name: SLURMPOD_AUTH
+  valueFrom: {configMapKeyRef: {name: {{ include "slurmpod.name" (dict "root" .root "suffix" "cluster") }}, key: auth}}
+{{- end -}}
+
+{{- define "slurmpod.probes" -}}
+# Ready = the Slurm node is usable; live = the daemons answer.
+readinessProbe:
+  exec: {command: [slurmpod, probe, ready]}
+  periodSeconds: 10
+  timeoutSeconds: 8
+  failureThreshold: 3
+livenessProbe:
+  exec: {command: [slurmpod, probe, live]}
+  initialDelaySeconds: 60
+  periodSeconds: 30
+  timeoutSeconds: 10
+  failureThreshold: 3
+{{- end -}}
+
+{{- define "slurmpod.keyMounts" -}}
+- name: podinfo
+  mountPath: /etc/podinfo
+  readOnly: true
+- name: munge-key
+  mountPath: /run/secrets/slurmpod/munge
+  readOnly: true
+- name: slurm-key
+  mountPath: /run/secrets/slurmpod/slurm
+  readOnly: true
+{{- end -}}
+
+{{- define "slurmpod.keyVolumes" -}}
+- name: podinfo
+  downwardAPI:
+    items:
+      - path: labels
+        fieldRef: {fieldPath: metadata.labels}
+      - path: annotations
+        fieldRef: {fieldPath: metadata.annotations}
+# Only the key of the cluster's auth type is needed; a missing optional Secret mounts as an
+# empty directory. Ref: https://kubernetes.io/docs/concepts/storage/volumes/#secret
+- name: munge-key
+  secret:
+    secretName: {{ include "slurmpod.secretName" (dict "root" .root "key" "munge" "default" "munge") }}
+    defaultMode: 0400
+    optional: true
+- name: slurm-key
+  secret:
+    secretName: {{ include "slurmpod.secretName" (dict "root" .root "key" "slurmKey" "default" "slurm-key") }}
+    defaultMode: 0400
+    optional: true
+{{- end -}}

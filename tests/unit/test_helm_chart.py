@@ -1,0 +1,179 @@
+"""deploy/helm/slurmpod with the real helm (v4.1.4) and kubectl (v1.35.2) that scripts/bootstrap-host.sh
+installs under .tools/bin: lint, render default values and variants, validate every rendered object
+offline against the Kubernetes 1.30 and newest schemas, and keep deploy/kubernetes equal to the default
+render (one source: what the emulator runs is what a user installs).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import subprocess
+import uuid
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from slurmpod.errors import BadInput
+from slurmpod_host.cluster import auth as cluster_auth
+from slurmpod_host.cluster import manifests, podspec
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "slurmpod"
+RENDERED = ROOT / "deploy" / "kubernetes" / "slurmpod.yaml"
+HELM = ROOT / ".tools" / "bin" / "helm"
+KUBECTL = ROOT / ".tools" / "bin" / "kubectl"
+# The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest schema shipped.
+K8S_VERSIONS = ["1.30.0", kubernetes_validate.utils.latest_version()]
+DIGEST = "sha256:" + "ab" * 32
+
+VARIANTS: dict[str, list[str]] = {
+    "default": [],
+    "digest": [f"--set=controller.slurmctld.image.digest={DIGEST}",
+               f"--set=nodesets.workers.slurmd.image.digest={DIGEST}",
+               f"--set=loginsets.login.login.image.digest={DIGEST}"],
+    "scaled": ["--set=nodesets.workers.replicas=8",
+               "--set=nodesets.gpu.enabled=true", "--set=nodesets.gpu.replicas=4",
+               "--set=nodesets.gpu.priorityClass=inference",
+               "--set=nodesets.gpu.terminationGracePeriodSeconds=120",
+               "--set=nodesets.gpu.slurmd.image.repository=slurmpod/worker",
+               "--set=nodesets.gpu.slurmd.image.tag=24.11",
+               "--set=nodesets.gpu.disruptionBudget.enabled=true",
+               "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2"],
+    "policy-lua": ["--set=cluster.policy=lua"],
+    "topology": ["--set=cluster.topologyPlugin=tree", "--set=cluster.topology.source=api",
+                 "--set=topology.apiAccess=true", "--set=policy.topology.plugin=tree"],
+}
+
+
+def _helm(*args: str) -> subprocess.CompletedProcess[str]:
+    assert HELM.is_file(), f"{HELM} missing: run scripts/bootstrap-host.sh"
+    return subprocess.run([str(HELM), *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def _template(*args: str) -> list[dict[str, Any]]:
+    done = _helm("template", "slurmpod", str(CHART), "--namespace", "slurmpod", *args)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+RENDERS = {name: _template(*args) for name, args in VARIANTS.items()}
+CASES = [(name, i) for name, docs in RENDERS.items() for i in range(len(docs))]
+
+
+def _find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (doc,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return doc
+
+
+def test_lint_strict() -> None:
+    done = _helm("lint", "--strict", str(CHART))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize(("variant", "index"), CASES,
+                         ids=[f"{n}-{RENDERS[n][i]['kind']}-{RENDERS[n][i]['metadata']['name']}" for n, i in CASES])
+def test_every_object_validates_strictly(variant: str, index: int, version: str) -> None:
+    kubernetes_validate.validate(RENDERS[variant][index], version, strict=True)
+
+
+def test_deploy_kubernetes_is_the_default_render(tmp_path: Path) -> None:
+    """Fails when the chart and the committed manifests drift: run `make manifests` and commit."""
+    out = tmp_path / "slurmpod.yaml"
+    subprocess.run([str(ROOT / "scripts" / "render-manifests.sh"), str(out)], check=True, timeout=60)
+    assert out.read_text() == RENDERED.read_text(), "deploy/kubernetes is stale: run `make manifests`"
+
+
+def test_kustomization_builds_the_same_objects() -> None:
+    done = subprocess.run([str(KUBECTL), "kustomize", str(RENDERED.parent)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, filter(None, yaml.safe_load_all(done.stdout)))) == sorted(map(key, RENDERS["default"]))
+
+
+def test_digest_wins_over_tag() -> None:
+    docs = RENDERS["digest"]
+    for sts in ("slurmpod-controller", "slurmpod-worker", "slurmpod-login"):
+        (container,) = _find(docs, "StatefulSet", sts)["spec"]["template"]["spec"]["containers"]
+        assert container["image"].endswith(f"@{DIGEST}") and ":24.11" not in container["image"]
+
+
+def test_scaled_nodesets_get_their_own_statefulset_budget_and_slurm_nodeset() -> None:
+    docs = RENDERS["scaled"]
+    assert _find(docs, "StatefulSet", "slurmpod-worker")["spec"]["replicas"] == 8
+    gpu = _find(docs, "StatefulSet", "slurmpod-worker-gpu")
+    assert gpu["spec"]["replicas"] == 4
+    assert gpu["spec"]["template"]["spec"]["priorityClassName"] == "slurmpod-inference"
+    assert gpu["spec"]["template"]["metadata"]["labels"]["slurmpod.io/nodeset"] == "gpu"
+    assert _find(docs, "PodDisruptionBudget", "slurmpod-worker-gpu")["spec"]["maxUnavailable"] == 2
+    spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
+    assert spec["nodesets"] == [{"name": "gpu", "feature": "gpu"}, {"name": "workers", "feature": "workers"}]
+
+
+def test_policy_lua_reaches_the_cluster_spec() -> None:
+    spec = yaml.safe_load(_find(RENDERS["policy-lua"], "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
+    assert spec["policy"] == "lua"
+
+
+def test_topology_api_access_runs_the_controller_as_the_reader() -> None:
+    docs = RENDERS["topology"]
+    pod = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("slurmpod-topology-reader", True)
+    for name in ("slurmpod-worker", "slurmpod-login"):
+        assert _find(docs, "StatefulSet", name)["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
+    assert (spec["topologyPlugin"], spec["topology"]) == ("tree", {"source": "api"})
+
+
+def test_no_secret_is_rendered_in_any_variant() -> None:
+    assert not [d for docs in RENDERS.values() for d in docs if d["kind"] == "Secret"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--set=controller.slurmctld.image.digest=latest"], 'controller.slurmctld.image.digest: "latest"'),
+    (["--set=nodesets.workers.slurmd.image.tag=", "--set=nodesets.workers.slurmd.image.digest="],
+     "nodesets.workers.slurmd.image.tag: must be set"),
+    (["--set=cluster.auth=kerberos"], 'cluster.auth: "kerberos"'),
+    (["--set=nodesets.workers.priorityClass=urgent"], 'nodesets.workers.priorityClass: "urgent"'),
+    (["--set=topology.apiAccess=true", "--set=topology.rbac.create=false"], "topology.apiAccess"),
+])
+def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
+    done = _helm("template", "slurmpod", str(CHART), *args)
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def _emulate(tmp_path: Path, variant: str) -> list[str]:
+    """Plan the emulated cluster from a render of ``variant``; the reasons of any refusal."""
+    out = tmp_path / "slurmpod.yaml"
+    out.write_text(yaml.safe_dump_all(RENDERS[variant]))
+    (tmp_path / manifests.KUSTOMIZATION).write_text("resources: [slurmpod.yaml]\n")
+    bundle = cluster_auth.configure(manifests.load(tmp_path), "munge", ssh_host_key=b"k")
+    params = podspec.ClusterParams(name="emu", subnet=ipaddress.IPv4Network("10.213.9.0/24"),
+                                   cluster_uid=uuid.UUID(int=7), created=datetime(2025, 1, 2, tzinfo=UTC),
+                                   node_cpu=Fraction(2), node_memory=Fraction(2**34))
+    try:
+        plans = podspec.plan_cluster(bundle, params, lambda n: b"k" * n)
+    except BadInput as exc:
+        return [f"{p.field}: {p.reason}" for p in exc.problems]
+    return [p.name for p in plans]
+
+
+@pytest.mark.parametrize("variant", ["default", "digest", "scaled", "policy-lua"])
+def test_the_emulator_runs_the_render(tmp_path: Path, variant: str) -> None:
+    names = _emulate(tmp_path, variant)
+    assert names[0] == "emu-controller-0" and names[-1] == "emu-login-0", names
+    workers = 8 + 4 if variant == "scaled" else 2
+    assert len([n for n in names if "-worker-" in n]) == workers
+
+
+def test_the_emulator_refuses_an_api_token_it_cannot_emulate(tmp_path: Path) -> None:
+    """topology.apiAccess mounts a ServiceAccount token: stated as not emulated, never silently dropped."""
+    reasons = _emulate(tmp_path, "topology")
+    assert any("controller" in r and "serviceAccountName" in r for r in reasons), reasons
+    assert any("controller" in r and "automountServiceAccountToken" in r for r in reasons), reasons
