@@ -92,6 +92,60 @@ def _job_nodes(s: Session, *argv: str) -> frozenset[str]:
     return frozenset(result.stdout.split())
 
 
+# The policy's topology rule for jobs without GPUs too (GRES for fake GPUs is not under test here),
+# one unit = the 2 nodes of a block; larger jobs left to Slurm, so the 3-node job above still spans.
+PLACEMENT_POLICY = """
+topology: {{plugin: {plugin}, groupSize: 2, gpuJobsOnly: false, oversize: allow, maxSwitchWaitSeconds: 300}}
+"""
+# A job waits for its switch count up to wait4switch, capped by SchedulerParameters=max_switch_wait (default
+# 300 s); a block segment waits indefinitely. Once the block frees, the next scheduling pass starts it: the
+# main loop runs at least every 60 s, backfill every 30 s. Ref: https://slurm.schedmd.com/sbatch.html#OPT_switches,
+# https://slurm.schedmd.com/sched_config.html
+PLACED_START_S = 90.0
+
+
+def _job_fields(s: Session, job_id: str) -> dict[str, str]:
+    out = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", job_id, timeout=30)
+    assert out.code == 0, out.stderr
+    return dict(item.split("=", 1) for item in out.stdout.split() if "=" in item)
+
+
+def _hold(s: Session, pod: str) -> str:
+    """A job that takes ``pod`` whole and keeps it until cancelled; returns its id once it runs."""
+    held = s.as_researcher("sbatch", "--parsable", "--exclusive", "-w", pod, "-o", "/dev/null",
+                           "--wrap", "sleep 300", timeout=60)
+    assert held.code == 0, held.stderr
+    job_id = held.stdout.strip().split(";")[0]
+    wait_for(f"hold job on {pod} running", lambda: _job_fields(s, job_id)["JobState"] == "RUNNING" or None, 60)
+    return job_id
+
+
+def _sbatch_held_back(s: Session) -> str:
+    """Submit a 2-node job with one free node in each block; it carries the policy's constraint and waits."""
+    sub = s.as_researcher("sbatch", "--parsable", "-N2", "-o", "/dev/null", "--wrap", "sleep 20", timeout=60)
+    assert sub.code == 0, sub.stderr
+    job_id = sub.stdout.strip().split(";")[0]
+    job = _job_fields(s, job_id)
+    if s.flavor == "24.11":
+        assert job.get("Switches") == "1@00:05:00", job  # --switches=1@300 set by the policy
+    else:
+        assert job.get("Segment") == "2", job  # --segment=2 set by the policy
+
+    def considered() -> dict[str, str] | None:
+        j = _job_fields(s, job_id)
+        return j if j["JobState"] != "PENDING" or j["Reason"] != "None" else None
+
+    # Considered by the scheduler (its Reason leaves "None") and still pending: not spread over 2 blocks.
+    job, _ = wait_for(f"job {job_id} considered", considered, PLACED_START_S, poll=1.0)
+    assert job["JobState"] == "PENDING", job
+    return job_id
+
+
+def _started(s: Session, job_id: str) -> dict[str, str] | None:
+    job = _job_fields(s, job_id)
+    return job if job["JobState"] in ("RUNNING", "COMPLETING", "COMPLETED") else None
+
+
 def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
     name, controller, client = session.cluster.name, session.cluster.controller, session.client
     plugin = _plugin(session.flavor)
@@ -102,7 +156,9 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
     spec = old["cluster.yaml"].replace("topologyPlugin: none", f"topologyPlugin: {plugin}")
     spec = spec.rstrip("\n") + f"\ntopology:\n  syncIntervalSeconds: {SYNC_INTERVAL_S}\n"
     lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec})
+    old_policy = lifecycle.set_config_map(name, "policy", {"policy.yaml": PLACEMENT_POLICY.format(plugin=plugin)})
     hold_job = ""
+    holds: list[str] = []
     try:
         lifecycle.replace_pod(client, name, controller)
         wait_ready(session, controller)
@@ -132,10 +188,23 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
             wait_idle(session, pod)
         # Two free 2-node blocks: a 2-node job takes one whole block.
         assert _job_nodes(session, "-N2") in (both["b1"], both["b2"])
-        # No block holds 3 nodes: what Slurm itself does (no job_submit policy on this branch) is run it
+        # No block holds 3 nodes: what Slurm itself does (the policy leaves larger jobs alone) is run it
         # across both blocks: tree joins them under the root switch; block under the 2-block level.
         three = _job_nodes(session, "-N3")
         assert len(three) == 3 and three & both["b1"] and three & both["b2"]
+
+        # The job_submit policy keeps a 2-node job to one leaf switch / block: with one node taken in
+        # each block, Slurm alone would run it across both (as the 3-node job above); with the policy's
+        # constraint it waits, then starts in the block that frees up.
+        holds = [_hold(session, pod) for pod in (w[0], w[2])]
+        placed = _sbatch_held_back(session)
+        assert session.root_in(controller, "scancel", holds.pop(), timeout=30).code == 0
+        state, took = wait_for(f"job {placed} started", lambda: _started(session, placed), PLACED_START_S, poll=1.0)
+        print(f"{plugin}: the constrained job started {took:.1f}s after b2 freed (bound {PLACED_START_S:.0f}s)")
+        assert frozenset(hostlist.expand(state["NodeList"])) == both["b2"], state
+        for job in (placed, holds.pop()):
+            assert session.root_in(controller, "scancel", job, timeout=30).code == 0
+        all_idle(session)
 
         # A pod goes (scale-in: its node deleted as the reaper would): the topology follows.
         lifecycle.delete_pod(client, name, w[3])
@@ -144,9 +213,11 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         seconds = _wait_topology(session, {"b1": frozenset(w[:2]), "b2": frozenset({w[2]})}, "w3 gone")
         print(f"{plugin}: topology followed a deleted pod in {seconds:.1f}s")
     finally:
-        if hold_job:
-            session.root_in(controller, "scancel", hold_job, timeout=30)
+        for job in [hold_job, *holds]:
+            if job:
+                session.root_in(controller, "scancel", job, timeout=30)
         lifecycle.set_config_map(name, "cluster", old)
+        lifecycle.set_config_map(name, "policy", old_policy)
         running = {c.name for c in runtime.find(client, name).containers}
         for pod in extra:
             if pod in running:
