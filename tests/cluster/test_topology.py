@@ -8,6 +8,7 @@ as Slinky's sets); the controller learns each placement from the worker's `slurm
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -120,16 +121,19 @@ def _hold(s: Session, pod: str) -> str:
     return job_id
 
 
-def _sbatch_held_back(s: Session) -> str:
-    """Submit a 2-node job with one free node in each block; it carries the policy's constraint and waits."""
+def _submit_2_nodes(s: Session) -> str:
     sub = s.as_researcher("sbatch", "--parsable", "-N2", "-o", "/dev/null", "--wrap", "sleep 20", timeout=60)
     assert sub.code == 0, sub.stderr
-    job_id = sub.stdout.strip().split(";")[0]
-    job = _job_fields(s, job_id)
+    return str(sub.stdout.strip().split(";")[0])
+
+
+def _held_back(s: Session, job_id: str) -> None:
+    """A 2-node job submitted with one free node in each block carries the policy's constraint and waits."""
     if s.flavor == "24.11":
+        job = _job_fields(s, job_id)
         assert job.get("Switches") == "1@00:05:00", job  # --switches=1@300 set by the policy
     else:
-        assert job.get("Segment") == "2", job  # --segment=2 set by the policy
+        assert _segment_size(s, job_id) == 2  # --segment=2 set by the policy
 
     def considered() -> dict[str, str] | None:
         j = _job_fields(s, job_id)
@@ -138,7 +142,23 @@ def _sbatch_held_back(s: Session) -> str:
     # Considered by the scheduler (its Reason leaves "None") and still pending: not spread over 2 blocks.
     job, _ = wait_for(f"job {job_id} considered", considered, PLACED_START_S, poll=1.0)
     assert job["JobState"] == "PENDING", job
-    return job_id
+
+
+def _segment_size(s: Session, job_id: str) -> int | None:
+    """The job's segment size as slurmctld reports it (text `Segment*=` or JSON `*segment*`)."""
+    out = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", job_id, timeout=30)
+    for item in out.stdout.split():
+        key, _, value = item.partition("=")
+        if key.lower().startswith("segment") and value.isdigit():
+            return int(value)
+    doc = json.loads(s.root_in(s.cluster.controller, "scontrol", "show", "job", "--json", job_id, timeout=30).stdout)
+    found = [v for k, v in doc["jobs"][0].items() if "segment" in k.lower()]
+    print(f"job {job_id}: text {out.stdout.strip()!r}, JSON segment fields {found!r}")
+    for value in found:
+        number = value.get("number") if isinstance(value, dict) else value
+        if isinstance(number, int):
+            return number
+    return None
 
 
 def _started(s: Session, job_id: str) -> dict[str, str] | None:
@@ -196,14 +216,17 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         # The job_submit policy keeps a 2-node job to one leaf switch / block: with one node taken in
         # each block, Slurm alone would run it across both (as the 3-node job above); with the policy's
         # constraint it waits, then starts in the block that frees up.
-        holds = [_hold(session, pod) for pod in (w[0], w[2])]
-        placed = _sbatch_held_back(session)
+        for pod in (w[0], w[2]):
+            holds.append(_hold(session, pod))
+        placed = _submit_2_nodes(session)
+        holds.insert(0, placed)  # cancelled in `finally` too
+        _held_back(session, placed)
         assert session.root_in(controller, "scancel", holds.pop(), timeout=30).code == 0
         state, took = wait_for(f"job {placed} started", lambda: _started(session, placed), PLACED_START_S, poll=1.0)
         print(f"{plugin}: the constrained job started {took:.1f}s after b2 freed (bound {PLACED_START_S:.0f}s)")
         assert frozenset(hostlist.expand(state["NodeList"])) == both["b2"], state
-        for job in (placed, holds.pop()):
-            assert session.root_in(controller, "scancel", job, timeout=30).code == 0
+        while holds:
+            assert session.root_in(controller, "scancel", holds.pop(), timeout=30).code == 0
         all_idle(session)
 
         # A pod goes (scale-in: its node deleted as the reaper would): the topology follows.
