@@ -8,6 +8,7 @@ as Slinky's sets); the controller learns each placement from the worker's `slurm
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -87,17 +88,83 @@ def _wait_topology(s: Session, expected: dict[str, frozenset[str]], what: str) -
         raise AssertionError(f"{what}: shown {_shown(s)}, rendered {_rendered(s)}, want {expected}") from None
 
 
-def _placing_policy(plugin: str) -> str:
-    """The job_submit policy for these 2-node blocks: every multi-node job kept to one block (the shipped
-    policy places GPU jobs only; these workers have none), a larger one refused with the reason."""
-    return (f"topology:\n  plugin: {plugin}\n  groupSize: 2\n  maxSwitchWaitSeconds: 60\n"
-            "  gpuJobsOnly: false\n  oversize: reject\n")
-
-
 def _job_nodes(s: Session, *argv: str) -> frozenset[str]:
     result = s.as_researcher("srun", *argv, "hostname", timeout=120)
     assert result.code == 0, result.stderr
     return frozenset(result.stdout.split())
+
+
+# The policy's topology rule for jobs without GPUs too (GRES for fake GPUs is not under test here),
+# one unit = the 2 nodes of a block; larger jobs left to Slurm, so the 3-node job above still spans.
+PLACEMENT_POLICY = """
+topology: {{plugin: {plugin}, groupSize: 2, gpuJobsOnly: false, oversize: allow, maxSwitchWaitSeconds: 300}}
+"""
+# A job waits for its switch count up to wait4switch, capped by SchedulerParameters=max_switch_wait (default
+# 300 s); a block segment waits indefinitely. Once the block frees, the next scheduling pass starts it: the
+# main loop runs at least every 60 s, backfill every 30 s. Ref: https://slurm.schedmd.com/sbatch.html#OPT_switches,
+# https://slurm.schedmd.com/sched_config.html
+PLACED_START_S = 90.0
+
+
+def _job_fields(s: Session, job_id: str) -> dict[str, str]:
+    out = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", job_id, timeout=30)
+    assert out.code == 0, out.stderr
+    return dict(item.split("=", 1) for item in out.stdout.split() if "=" in item)
+
+
+def _hold(s: Session, pod: str) -> str:
+    """A job that takes ``pod`` whole and keeps it until cancelled; returns its id once it runs."""
+    held = s.as_researcher("sbatch", "--parsable", "--exclusive", "-w", pod, "-o", "/dev/null",
+                           "--wrap", "sleep 300", timeout=60)
+    assert held.code == 0, held.stderr
+    job_id = held.stdout.strip().split(";")[0]
+    wait_for(f"hold job on {pod} running", lambda: _job_fields(s, job_id)["JobState"] == "RUNNING" or None, 60)
+    return job_id
+
+
+def _submit_2_nodes(s: Session) -> str:
+    sub = s.as_researcher("sbatch", "--parsable", "-N2", "-o", "/dev/null", "--wrap", "sleep 20", timeout=60)
+    assert sub.code == 0, sub.stderr
+    return str(sub.stdout.strip().split(";")[0])
+
+
+def _held_back(s: Session, job_id: str) -> None:
+    """A 2-node job submitted with one free node in each block carries the policy's constraint and waits."""
+    if s.flavor == "24.11":
+        job = _job_fields(s, job_id)
+        assert job.get("Switches") == "1@00:05:00", job  # --switches=1@300 set by the policy
+    else:
+        assert _segment_size(s, job_id) == 2  # --segment=2 set by the policy
+
+    def considered() -> dict[str, str] | None:
+        j = _job_fields(s, job_id)
+        return j if j["JobState"] != "PENDING" or j["Reason"] != "None" else None
+
+    # Considered by the scheduler (its Reason leaves "None") and still pending: not spread over 2 blocks.
+    job, _ = wait_for(f"job {job_id} considered", considered, PLACED_START_S, poll=1.0)
+    assert job["JobState"] == "PENDING", job
+
+
+def _segment_size(s: Session, job_id: str) -> int | None:
+    """The job's segment size as slurmctld reports it (text `Segment*=` or JSON `*segment*`)."""
+    out = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", job_id, timeout=30)
+    for item in out.stdout.split():
+        key, _, value = item.partition("=")
+        if key.lower().startswith("segment") and value.isdigit():
+            return int(value)
+    doc = json.loads(s.root_in(s.cluster.controller, "scontrol", "show", "job", "--json", job_id, timeout=30).stdout)
+    found = [v for k, v in doc["jobs"][0].items() if "segment" in k.lower()]
+    print(f"job {job_id}: text {out.stdout.strip()!r}, JSON segment fields {found!r}")
+    for value in found:
+        number = value.get("number") if isinstance(value, dict) else value
+        if isinstance(number, int):
+            return number
+    return None
+
+
+def _started(s: Session, job_id: str) -> dict[str, str] | None:
+    job = _job_fields(s, job_id)
+    return job if job["JobState"] in ("RUNNING", "COMPLETING", "COMPLETED") else None
 
 
 def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
@@ -110,7 +177,9 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
     spec = old["cluster.yaml"].replace("topologyPlugin: none", f"topologyPlugin: {plugin}")
     spec = spec.rstrip("\n") + f"\ntopology:\n  syncIntervalSeconds: {SYNC_INTERVAL_S}\n"
     lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec})
+    old_policy = lifecycle.set_config_map(name, "policy", {"policy.yaml": PLACEMENT_POLICY.format(plugin=plugin)})
     hold_job = ""
+    holds: list[str] = []
     try:
         lifecycle.replace_pod(client, name, controller)
         wait_ready(session, controller)
@@ -140,18 +209,33 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
             wait_idle(session, pod)
         # Two free 2-node blocks: a 2-node job takes one whole block.
         assert _job_nodes(session, "-N2") in (both["b1"], both["b2"])
-        # No block holds 3 nodes: what Slurm itself does (no job_submit policy on this branch) is run it
+        # No block holds 3 nodes: what Slurm itself does (the policy leaves larger jobs alone) is run it
         # across both blocks: tree joins them under the root switch; block under the 2-block level.
         three = _job_nodes(session, "-N3")
         assert len(three) == 3 and three & both["b1"] and three & both["b2"]
 
-        # The policy places jobs (issue 9: "a 3-node job behaves as the policy says"): a 2-node job is
-        # given one leaf switch (tree: --switches=1) or one block (block: --segment=2) and runs inside
-        # it; a 3-node job, larger than any block, is refused with the reason on srun's stderr.
+        # The job_submit policy keeps a 2-node job to one leaf switch / block: with one node taken in
+        # each block, Slurm alone would run it across both (as the 3-node job above); with the policy's
+        # constraint it waits, then starts in the block that frees up.
+        for pod in (w[0], w[2]):
+            holds.append(_hold(session, pod))
+        placed = _submit_2_nodes(session)
+        holds.insert(0, placed)  # cancelled in `finally` too
+        _held_back(session, placed)
+        assert session.root_in(controller, "scancel", holds.pop(), timeout=30).code == 0
+        state, took = wait_for(f"job {placed} started", lambda: _started(session, placed), PLACED_START_S, poll=1.0)
+        print(f"{plugin}: the constrained job started {took:.1f}s after b2 freed (bound {PLACED_START_S:.0f}s)")
+        assert frozenset(hostlist.expand(state["NodeList"])) == both["b2"], state
+        while holds:
+            assert session.root_in(controller, "scancel", holds.pop(), timeout=30).code == 0
+        all_idle(session)
+
+        # Larger than any block, with `oversize: reject`: the policy refuses the 3-node job and says why
+        # (issue 9: "a 3-node job behaves as the policy says"), on srun's stderr.
         policy = PolicyVolume(session)
         try:
-            policy.publish({"policy.yaml": _placing_policy(plugin)})
-            assert _job_nodes(session, "-N2") in (both["b1"], both["b2"])
+            policy.publish({"policy.yaml": PLACEMENT_POLICY.format(plugin=plugin).replace(
+                "oversize: allow", "oversize: reject")})
             refused = session.as_researcher("srun", "-N3", "hostname", timeout=120)
             assert refused.code != 0
             unit = "leaf switch" if plugin == "tree" else "block"
@@ -167,9 +251,11 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         seconds = _wait_topology(session, {"b1": frozenset(w[:2]), "b2": frozenset({w[2]})}, "w3 gone")
         print(f"{plugin}: topology followed a deleted pod in {seconds:.1f}s")
     finally:
-        if hold_job:
-            session.root_in(controller, "scancel", hold_job, timeout=30)
+        for job in [hold_job, *holds]:
+            if job:
+                session.root_in(controller, "scancel", job, timeout=30)
         lifecycle.set_config_map(name, "cluster", old)
+        lifecycle.set_config_map(name, "policy", old_policy)
         running = {c.name for c in runtime.find(client, name).containers}
         for pod in extra:
             if pod in running:

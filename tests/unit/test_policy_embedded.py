@@ -15,7 +15,7 @@ import cffi
 import pytest
 from policykit import default_policy_text
 
-from slurmpod.slurm_plugins import bridge, build_plugin, embedded
+from slurmpod.slurm_plugins import bridge, build_plugin, embedded, engine
 
 NO_VAL, NO_VAL16 = 0xFFFFFFFE, 0xFFFE
 
@@ -33,6 +33,7 @@ def policy_file(tmp_path: Path) -> Iterator[Path]:
     path.write_text(default_policy_text(), encoding="utf-8")
     yield path
     embedded._State.runtime = None
+    embedded._State.memo, embedded._State.memo_for = {}, None
 
 
 def _start(ffi: cffi.FFI, path: Path) -> str:
@@ -115,4 +116,67 @@ def test_a_value_too_long_for_the_shim_is_refused(ffi: cffi.FFI, tmp_path: Path)
     _start(ffi, path)
     out = _decide(ffi, min_nodes=2, tres_per_node="x" * 1100 + ",gres/gpu:1")
     assert out.verdict == 2 and b"too long" in ffi.string(out.message)
+    embedded._State.runtime = None
+
+
+@pytest.fixture
+def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = engine.decide
+
+    def counting(policy: Any, req: Any) -> Any:
+        calls.append(1)
+        return real(policy, req)
+
+    monkeypatch.setattr(engine, "decide", counting)
+    return calls
+
+
+def _raw(ffi: cffi.FFI, out: Any) -> bytes:
+    return bytes(ffi.buffer(out))
+
+
+def test_an_identical_submission_reuses_the_answer(ffi: cffi.FFI, policy_file: Path, engine_calls: list[int]) -> None:
+    _start(ffi, policy_file)
+    first = _raw(ffi, _decide(ffi, partition="preempt", time_limit=30, name="sweep"))
+    again = _raw(ffi, _decide(ffi, partition="preempt", time_limit=30, name="sweep"))
+    assert first == again and len(engine_calls) == 1
+    _decide(ffi, partition="preempt", time_limit=31, name="sweep")  # any field differs: decided afresh
+    _decide(ffi, partition="preempt", time_limit=30, name="sweep", comment="x")
+    assert len(engine_calls) == 3
+
+
+def test_a_changed_policy_is_not_answered_from_memory(ffi: cffi.FFI, policy_file: Path,
+                                                      engine_calls: list[int]) -> None:
+    _start(ffi, policy_file)
+    assert _decide(ffi, partition="main", tres_per_node="gres/gpu:1").verdict == 0
+    policy_file.write_text("cpuOnlyPartitions: [main]\n", encoding="utf-8")
+    os.utime(policy_file, ns=(1, 1))
+    assert _decide(ffi, partition="main", tres_per_node="gres/gpu:1").verdict == 2
+    assert len(engine_calls) == 2
+
+
+def test_site_rules_are_asked_every_time(ffi: cffi.FFI, tmp_path: Path, engine_calls: list[int]) -> None:
+    (tmp_path / "rules.py").write_text("def rule(job, decision):\n    return None\n", encoding="utf-8")
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules: [{file: rules.py, function: rule}]\n", encoding="utf-8")
+    _start(ffi, path)
+    for _ in range(3):
+        assert _decide(ffi, partition="main").verdict == 0
+    assert len(engine_calls) == 3  # a site rule may be impure (a quota service): never remembered
+    embedded._State.runtime = None
+
+
+def test_the_answer_follows_the_users_groups(ffi: cffi.FFI, tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("tiers: [{name: high, partitions: [high], access: {groups: [admins]}}]\n", encoding="utf-8")
+    _start(ffi, path)
+    runtime = embedded._State.runtime
+    assert runtime is not None
+    now, groups = [0.0], [("users",)]
+    runtime._clock, runtime._identity = (lambda: now[0]), (lambda uid, gid: ("alice", groups[0]))
+    assert _decide(ffi, partition="high").verdict == 2
+    groups[0] = ("admins", "users")
+    now[0] += bridge.IDENTITY_TTL_S + 1  # the identity cache expires; the remembered answer must not outlive it
+    assert _decide(ffi, partition="high").verdict == 0
     embedded._State.runtime = None
