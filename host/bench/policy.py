@@ -73,9 +73,11 @@ def conf_edit(setup: str) -> str:
 def submit_loops(clients: int, jobs: int) -> str:
     """Shell run as the researcher: ``clients`` parallel sbatch loops; prints start, end and failures."""
     each = jobs // clients
-    loop = (f"for i in $(seq {each}); do sbatch -H -Q -o /dev/null -J bench-policy --wrap true >/dev/null 2>&1 "
-            "|| echo FAIL; done")
-    return (f"s=$(date +%s.%N); {' & '.join(f'( {loop} )' for _ in range(clients))}; wait; "
+    # A job name unique per submission: the plugin remembers its answer for a repeated request, and the
+    # bench measures fresh decisions, not remembered ones.
+    loops = [f"for i in $(seq {each}); do sbatch -H -Q -o /dev/null -J bench-policy-{c}-$i --wrap true "
+             ">/dev/null 2>&1 || echo FAIL; done" for c in range(clients)]
+    return (f"s=$(date +%s.%N); {' & '.join(f'( {loop} )' for loop in loops)}; wait; "
             "echo \"TIMES $s $(date +%s.%N)\"")
 
 
