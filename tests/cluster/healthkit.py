@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import tarfile
 from collections.abc import Iterator, Mapping
@@ -110,8 +111,17 @@ def fake_gpu_patch() -> lifecycle.PodPatch:
 
     The production image stays free of them: they come from the test's /home, at pod start.
     """
-    script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && exec slurmpod entrypoint worker"
+    # /dev/nvidiaN: gres.conf File= (from gpu/nvml's minor numbers) names them and slurmd stat()s them;
+    # nothing opens them. Plain files: pods here may not mknod. Ref: https://slurm.schedmd.com/gres.conf.html#OPT_File
+    nodes = "for i in $(seq 0 15); do [ -e /dev/nvidia$i ] || touch /dev/nvidia$i; done"  # fake minors: 4 + index
+    script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && {nodes} && exec slurmpod entrypoint worker"
     return lifecycle.PodPatch(command=("sh", "-c"), args=(script,))
+
+
+def gpu_count(gres: str) -> int | None:
+    """N from the node's Gres as Slurm shows it: ``gpu:8``, or typed by gpu/nvml ``gpu:a100:8(S:0)``."""
+    m = re.fullmatch(r"gpu(?::[^:,()]+)?:(\d+)(?:\(.*\))?", gres)
+    return int(m.group(1)) if m else None
 
 
 def wait_job_done(s: Session, job_id: int, bound: float = JOB_WORST_S) -> tuple[dict[str, str], float]:

@@ -242,7 +242,7 @@ SLURM_GPU_NVML_CALLS = (
     "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
     "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetSupportedMemoryClocks", "nvmlDeviceGetSupportedGraphicsClocks",
     "nvmlDeviceGetApplicationsClock", "nvmlDeviceSetApplicationsClocks", "nvmlDeviceResetApplicationsClocks",
-    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetUtilizationRates",
+    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetProcessUtilization",
 )
 
 
