@@ -111,9 +111,9 @@ def fake_gpu_patch() -> lifecycle.PodPatch:
 
     The production image stays free of them: they come from the test's /home, at pod start.
     """
-    # /dev/nvidiaN: gres.conf File= (from gpu/nvml's minor numbers) names them and slurmd stat()s them;
-    # nothing opens them. Plain files: pods here may not mknod. Ref: https://slurm.schedmd.com/gres.conf.html#OPT_File
-    nodes = "for i in $(seq 0 15); do [ -e /dev/nvidia$i ] || touch /dev/nvidia$i; done"  # fake minors: 4 + index
+    # /dev/nvidiaN (File= from gpu/nvml's minor numbers, 4 + index in the fake) must be character devices
+    # to slurmd; pods here may not mknod, so they point at /dev/null. Nothing opens them.
+    nodes = "for i in $(seq 0 15); do ln -sfn /dev/null /dev/nvidia$i; done"
     script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && {nodes} && exec slurmpod entrypoint worker"
     return lifecycle.PodPatch(command=("sh", "-c"), args=(script,))
 

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 GPUS = 8
 # A model with no all-reduce floor: the fake NCCL's timing on this loaded host is not a link's
 # (test_health_gpus.py), and the startup health check must not drain the pod over it. affinity=online:
-# each GPU near a CPU this machine has (gpu/nvml turns the affinity into gres.conf Cores=).
+# every GPU near all CPUs this machine has (gpu/nvml turns it into Cores=, which must fill sockets).
 STATE = f"gpus={GPUS}\nname=NVIDIA A100-SXM4-80GB\naffinity=online\n"
 
 
@@ -34,18 +34,28 @@ def gpu_worker(session: Session, tmp_path_factory: pytest.TempPathFactory) -> It
     healthkit.write_file(session, session.cluster.login, f"{FAKE_STATE_DIR}/{worker}", STATE)
     healthkit.replace_worker(session, worker, healthkit.fake_gpu_patch())
     try:
-        wait_idle(session, worker)
+        try:
+            wait_idle(session, worker)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{_show(session, worker)}") from None
         yield worker
     finally:
-        restore_pod(session, worker)
-        session.root_in(session.cluster.login, "rm", "-rf", healthkit.FAKE_DIR)
+        try:
+            restore_pod(session, worker)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{_show(session, worker)}") from None
+        finally:
+            session.root_in(session.cluster.login, "rm", "-rf", healthkit.FAKE_DIR)
 
 
 def _show(s: Session, name: str) -> str:
     """What Slurm made of the node's GPUs, for a failure's message."""
     shown = s.root_in(s.cluster.controller, "scontrol", "-d", "show", "node", name).stdout
     logs = s.client.containers.get(name).logs(tail=400).decode("utf-8", "replace")  # slurmd logs to stdout
-    return shown + "\n".join(x for x in logs.splitlines() if "gres" in x.lower() or "gpu" in x.lower())[-4000:]
+    ctl = s.client.containers.get(s.cluster.controller).logs(tail=400).decode("utf-8", "replace")
+    wanted = ("gres", "gpu", "error", "drain", name)
+    pick = [x for x in (logs + "\n" + ctl).splitlines() if any(w in x.lower() for w in wanted)]
+    return shown + "\n".join(pick)[-6000:]
 
 
 @pytest.mark.smoke

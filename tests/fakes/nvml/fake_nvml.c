@@ -13,8 +13,8 @@
  *   remap.failure  nvlinks (links per GPU, default 0)  nvlink.L.down=1  nvlink.L.replay / .recovery /
  *   .crc_flit / .crc_data  clocks_event (bitmask)  temp (C)  procs=pid:bytes,pid:bytes  mem_total
  *   mem_used  persistence  fabric.state  fabric.status  xid=GPU:CODE (repeatable: a queue)
- *   affinity=online: GPU i's CPU affinity is one CPU of this machine, the GPUs spread evenly (default:
- *   CPUs 2i and 2i+1, which a small machine does not have: Slurm then binds the GPU to no core)
+ *   affinity=online: every GPU's CPU affinity is all CPUs of this machine (default: CPUs 2i and 2i+1,
+ *   which a small machine lacks; Slurm's AutoDetect then refuses affinities that split a socket)
  * XIDs are delivered once each through the event-set API: the count already delivered is kept in
  * "$FAKE_NVML_STATE.delivered", as a real event is seen once.
  * "hang" makes the named function sleep forever (a wedged driver).
@@ -234,9 +234,9 @@ nvmlReturn_t nvmlDeviceGetCpuAffinity(struct fake_device *d, unsigned int cpuSet
     const char *aff = lookup("affinity");
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (aff && strcmp(aff, "online") == 0 && online > 0) {
-        /* the GPUs spread over this machine's CPUs, several to a CPU when there are more GPUs */
-        unsigned int n = gpu_count(), cpu = n ? (unsigned int)((long)d->index * online / (long)n) : 0;
-        if (cpu < 8 * sizeof(unsigned long) * cpuSetSize) cpuSet[cpu / (8 * sizeof(unsigned long))] = 1UL << (cpu % (8 * sizeof(unsigned long)));
+        /* every CPU of this machine, as on a one-socket box (Slurm wants a GPU's cores to fill sockets) */
+        unsigned long bits = 8 * sizeof(unsigned long);
+        for (long c = 0; c < online && (unsigned long)c < bits * cpuSetSize; c++) cpuSet[c / bits] |= 1UL << (c % bits);
         return NVML_SUCCESS;
     }
     cpuSet[0] = 3UL << (2 * d->index);
