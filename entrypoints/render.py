@@ -89,6 +89,19 @@ def slurm_conf(spec: ClusterSpec, controller: str) -> str:
     )
 
 
+def gres_conf() -> str:
+    """The gres.conf every configless slurmd fetches from slurmctld (it never reads the worker's own).
+
+    Dynamic nodes have names nobody knows ahead, so no `NodeName=` line can describe them: each slurmd
+    asks NVML for its GPUs' device files, cores and links and must find as many as its `Gres=gpu:N`
+    (which slurmpod also takes from NVML). Without libnvidia-ml, slurmd falls back to gpu/generic, so
+    CPU-only workers are unaffected. Ref: https://slurm.schedmd.com/gres.conf.html#OPT_AutoDetect
+    """
+    return ("# gres.conf rendered by slurmpod: each GPU worker's slurmd finds its GPUs through NVML.\n"
+            "# Ref: https://slurm.schedmd.com/gres.conf.html#OPT_AutoDetect\n"
+            "AutoDetect=nvml\n")
+
+
 def cgroup_conf() -> str:
     return _env().get_template("cgroup.conf.j2").render()
 

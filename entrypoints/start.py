@@ -173,7 +173,8 @@ def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec, extra_files: tup
     files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name)), *extra_files,
              # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
              # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
-             OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n")]
+             OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n"),
+             OutFile(f"{wk.SLURM_ETC}/gres.conf", render.gres_conf())]
     if spec.cgroups:
         files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
     dirs = [OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700)]

@@ -153,6 +153,8 @@ def build_args(settings: BuildSettings, name: str, rootfs_ref: str) -> dict[str,
             "PYTHON_REQUIREMENTS": " ".join(PYTHON_REQUIREMENTS),
         }
     args = {"BASE_IMAGE": settings.base_from(), "APT_PACKAGES": packages}
+    if name == "worker":
+        args["CONTRIB_SUITE"] = flavor.nvml_plugin_suite
     if name == "controller":
         args["BUILD_PACKAGES"] = " ".join(PLUGIN_BUILD_PACKAGES)
     return args

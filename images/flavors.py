@@ -42,6 +42,11 @@ BASE_PACKAGES: tuple[str, ...] = (
 PLUGIN_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libslurm-dev", "python3-dev", "python3-setuptools",
                                           "python3-cffi")
 
+# gpu/nvml: slurmd on a GPU worker finds its GPUs' files, cores and links through NVML (the controller's
+# gres.conf says AutoDetect=nvml). It dlopen()s libnvidia-ml.so.1 itself and depends only on libc and the
+# same Slurm build, so CPU-only workers load gpu/generic instead. Ref: https://slurm.schedmd.com/gres.conf.html#OPT_AutoDetect
+NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
+
 # Third-party Python wheels installed into the venv of the base image (from the host wheelhouse).
 PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py")
 
@@ -64,6 +69,9 @@ class Flavor:
     Valid-Until date, and apt refuses it without this. Ref: apt.conf(5), Acquire::Check-Valid-Until."""
     has_sackd: bool
     """Whether the suite ships the `sackd` package (auth/slurm without munge on login nodes)."""
+    nvml_plugin_suite: str
+    """Debian suite whose contrib section has `slurm-wlm-nvml-plugin` (gpu/nvml, for gres.conf
+    AutoDetect=nvml) at this flavor's exact Slurm version: forky's contrib lacks it, sid's has 26.05.5-1."""
 
     @property
     def python_tag(self) -> str:
@@ -81,7 +89,7 @@ class Flavor:
         if role == "controller":
             return ("slurmctld",)
         if role == "worker":
-            return ("slurmd", "openssh-server", "libpam-slurm-adopt")
+            return ("slurmd", "openssh-server", "libpam-slurm-adopt", NVML_PLUGIN_PACKAGE)
         if role == "login":
             return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server")
         if role == BASE:
@@ -97,6 +105,7 @@ FLAVORS: dict[str, Flavor] = {
         debootstrap_script=None,
         apt_check_valid_until=True,
         has_sackd=True,
+        nvml_plugin_suite="trixie",
     ),
     "26.05": Flavor(
         name="26.05",
@@ -105,6 +114,7 @@ FLAVORS: dict[str, Flavor] = {
         debootstrap_script="sid",
         apt_check_valid_until=False,
         has_sackd=True,
+        nvml_plugin_suite="sid",
     ),
 }
 DEFAULT_FLAVOR = "24.11"

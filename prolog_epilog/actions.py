@@ -21,13 +21,15 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from slurmpod import reasons
 from slurmpod.errors import SlurmpodError
 from slurmpod.prolog_epilog.result import CheckResult, Context
 from slurmpod.prolog_epilog.runner import first_failure
 from slurmpod.prolog_epilog.state import StateDir
-from slurmpod.slurm import SlurmClient
+
+if TYPE_CHECKING:
+    from slurmpod.slurm import SlurmClient
 
 log = logging.getLogger(__name__)
 STATE_KEY = "actions"
@@ -58,6 +60,7 @@ def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: S
         return Action.NONE
     if failure is None and context is not Context.PERIODIC:
         return Action.NONE  # Ref: the healthy prolog path makes no RPC (issue 7)
+    from slurmpod import reasons  # noqa: PLC0415 - with nodestate, tens of ms the healthy prolog skips
     try:
         current = slurm.node(node, timeout=RPC_TIMEOUT)
         if current is None:

@@ -10,12 +10,12 @@ import argparse
 import json
 import logging
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from slurmpod import nvml
 from slurmpod import well_known as wk
@@ -26,8 +26,10 @@ from slurmpod.prolog_epilog.check import Check, CheckEnv, GpuSource
 from slurmpod.prolog_epilog.cudalib import GpuLibraries, LibraryAbsent
 from slurmpod.prolog_epilog.result import CheckResult, Context, Status, worst
 from slurmpod.prolog_epilog.state import StateDir
-from slurmpod.slurm import CliSlurmClient, SlurmClient
 from slurmpod.timing import Clock, Deadline, SystemClock
+
+if TYPE_CHECKING:
+    from slurmpod.slurm import SlurmClient
 
 log = logging.getLogger(__name__)
 NEEDS_CUDA = frozenset({"cuda-memory", "nccl-allreduce"})
@@ -65,7 +67,7 @@ def settings_from(env: Mapping[str, str], context: Context, *, act: bool, config
     if problems:
         raise BadInput(problems)
     metrics_raw = metrics_dir if metrics_dir is not None else env.get(wk.ENV_HEALTH_METRICS_DIR, wk.HEALTH_METRICS_DIR)
-    node = env.get(wk.ENV_SLURMD_NODENAME) or env.get(wk.ENV_POD_NAME) or socket.gethostname()
+    node = env.get(wk.ENV_SLURMD_NODENAME) or env.get(wk.ENV_POD_NAME) or os.uname().nodename
     return Settings(
         context=context,
         config_path=Path(config_path or env.get(wk.ENV_HEALTH_CONFIG, wk.HEALTH_CONFIG)),
@@ -163,6 +165,20 @@ def _print(report: Report, as_json: bool) -> None:
     print(f"{report.context.value}: {'FAIL' if report.failed else 'ok'} ({report.action.value})")
 
 
+class _LazySlurm:
+    """The scontrol client, imported on the first call: the healthy prolog and epilog make none, and
+    slurmpod.slurm with its imports costs them tens of milliseconds."""
+
+    def __getattr__(self, name: str) -> Any:
+        from slurmpod.slurm import CliSlurmClient  # noqa: PLC0415 - see the class docstring
+
+        return getattr(CliSlurmClient(), name)
+
+
+def _slurm() -> SlurmClient:
+    return cast("SlurmClient", _LazySlurm())
+
+
 def _hook(context: Context) -> int:
     """What Slurm runs: no arguments, the SLURM_* environment, findings on stderr (slurmd logs it).
 
@@ -171,7 +187,7 @@ def _hook(context: Context) -> int:
     """
     os.environ.setdefault("PATH", wk.HOOK_PATH)
     env = dict(os.environ)
-    report = execute(settings_from(env, context, act=True), env, slurm=CliSlurmClient())
+    report = execute(settings_from(env, context, act=True), env, slurm=_slurm())
     for r in report.results:
         if r.status in {Status.FAIL, Status.WARN}:
             print(f"slurmpod {context.value}: {r.status.value}: {r.check}: {r.reason}", file=sys.stderr)
@@ -194,6 +210,6 @@ def check_run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     s = settings_from(env, Context(args.context), act=bool(args.act), config_path=args.config,
                       state_dir=args.state_dir, metrics_dir=args.metrics_dir)
-    report = execute(s, env, slurm=CliSlurmClient() if s.act else None)
+    report = execute(s, env, slurm=_slurm() if s.act else None)
     _print(report, bool(args.json))
     return report.exit_code

@@ -241,9 +241,12 @@ PROLOG_BIN = f"{VENV_DIR}/bin/slurmpod-prolog"
 EPILOG_BIN = f"{VENV_DIR}/bin/slurmpod-epilog"
 HEALTHCHECK_BIN = f"{VENV_DIR}/bin/slurmpod-healthcheck"
 # Alloc: the prolog runs when the job is allocated, so a bad node fails it before any step starts;
+# NoHold: srun/salloc do not wait for the prolog in slurmctld (without it srun's step creation is refused
+# while the prolog runs and retried about once a second: +1 s per job start); slurmd holds the step
+# until the prolog is done instead, so no task runs before it;
 # ForceRequeueOnFail: a batch job whose prolog failed is requeued even if it did not ask to be.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologFlags
-DEFAULT_PROLOG_FLAGS = ("Alloc", "ForceRequeueOnFail")
+DEFAULT_PROLOG_FLAGS = ("Alloc", "NoHold", "ForceRequeueOnFail")
 # slurmd kills a Prolog/Epilog past this; the prolog's own deadline (20 s) and the epilog's (30 s) end
 # well before. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologEpilogTimeout
 DEFAULT_PROLOG_EPILOG_TIMEOUT_S = 60

@@ -1,4 +1,4 @@
-# slurmpod/worker:<flavor> — slurmd, sshd, pam_slurm_adopt; no GPU libraries (the host's driver
+# slurmpod/worker:<flavor> — slurmd (+ gpu/nvml), sshd, pam_slurm_adopt; no GPU libraries (the host's driver
 # libraries are mounted into GPU pods by the NVIDIA container toolkit).
 # Built by `slurmpod images build` (ARGs from images/flavors.py).
 # Layer order matters: apt layers first, slurmpod last (see base.Dockerfile).
@@ -8,10 +8,17 @@ FROM ${BASE_IMAGE}
 SHELL ["/bin/sh", "-eu", "-c"]
 ARG DEBIAN_FRONTEND=noninteractive
 
+# CONTRIB_SUITE: the contrib section that has slurm-wlm-nvml-plugin (flavors.py), from the image's own
+# mirror (sources.list, or deb822 debian.sources). Only contrib is added, so nothing else changes suite.
 # openssh-server's postinst generates host keys: deleted in this same RUN, so no layer holds them
 # (the entrypoint runs `ssh-keygen -A` at pod start).
 ARG APT_PACKAGES
-RUN apt-get update; \
+ARG CONTRIB_SUITE
+RUN url=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
+          | awk '$1 == "deb" { print $2; exit } $1 == "URIs:" { print $2; exit }'); \
+    test -n "$url"; \
+    echo "deb $url $CONTRIB_SUITE contrib" > /etc/apt/sources.list.d/slurmpod-contrib.list; \
+    apt-get update; \
     apt-get install -y --no-install-recommends $APT_PACKAGES; \
     rm -f /etc/ssh/ssh_host_* /etc/munge/munge.key; \
     apt-get clean; \

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import tarfile
 from collections.abc import Iterator, Mapping
@@ -110,8 +111,17 @@ def fake_gpu_patch() -> lifecycle.PodPatch:
 
     The production image stays free of them: they come from the test's /home, at pod start.
     """
-    script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && exec slurmpod entrypoint worker"
+    # /dev/nvidiaN (File= from gpu/nvml's minor numbers, 4 + index in the fake) must be character devices
+    # to slurmd; pods here may not mknod, so they point at /dev/null. Nothing opens them.
+    nodes = "for i in $(seq 0 15); do ln -sfn /dev/null /dev/nvidia$i; done"
+    script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && {nodes} && exec slurmpod entrypoint worker"
     return lifecycle.PodPatch(command=("sh", "-c"), args=(script,))
+
+
+def gpu_count(gres: str) -> int | None:
+    """N from the node's Gres as Slurm shows it: ``gpu:8``, or typed by gpu/nvml ``gpu:a100:8(S:0)``."""
+    m = re.fullmatch(r"gpu(?::[^:,()]+)?:(\d+)(?:\(.*\))?", gres)
+    return int(m.group(1)) if m else None
 
 
 def wait_job_done(s: Session, job_id: int, bound: float = JOB_WORST_S) -> tuple[dict[str, str], float]:

@@ -42,7 +42,8 @@ def short_interval(session: Session) -> Iterator[None]:
 
 def test_default_hooks_run_and_keep_healthy_nodes_in_service(session: Session, short_interval: None) -> None:
     config = session.root_in(session.cluster.controller, "scontrol", "show", "config").stdout
-    for text in (wk.PROLOG_BIN, wk.EPILOG_BIN, wk.HEALTHCHECK_BIN, "Alloc,ForceRequeueOnFail", "nohold_on_prolog_fail"):
+    for text in (wk.PROLOG_BIN, wk.EPILOG_BIN, wk.HEALTHCHECK_BIN, "Alloc,NoHold,ForceRequeueOnFail",
+                 "nohold_on_prolog_fail"):
         assert text in config, config
     assert re.search(r"^PrologEpilogTimeout\s*=\s*60\b", config, re.M), config
     worker = session.cluster.workers[0]

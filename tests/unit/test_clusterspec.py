@@ -221,7 +221,7 @@ def test_default_hooks_are_slurmpods_checks() -> None:
     from slurmpod.entrypoints import render
 
     conf = render.slurm_conf(cluster_spec.parse({}), "c-0").splitlines()
-    for line in (f"Prolog={wk.PROLOG_BIN}", f"Epilog={wk.EPILOG_BIN}", "PrologFlags=Alloc,ForceRequeueOnFail",
+    for line in (f"Prolog={wk.PROLOG_BIN}", f"Epilog={wk.EPILOG_BIN}", "PrologFlags=Alloc,NoHold,ForceRequeueOnFail",
                  "PrologEpilogTimeout=60", f"HealthCheckProgram={wk.HEALTHCHECK_BIN}", "HealthCheckInterval=300",
                  "HealthCheckNodeState=ANY"):
         assert line in conf

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -201,17 +202,34 @@ def test_check_run_json_shape_and_metrics(libs: Path, tmp_path: Path) -> None:
     assert 'slurmpod_health_run_duration_seconds{context="prolog"}' in prom
 
 
-def test_an_xid_is_reported_once(libs: Path, tmp_path: Path) -> None:
-    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=2\nxid=1:79", SLURMPOD_AUTH="slurm").stdout)
-    # the same state file again: the event was delivered; a second run finds nothing new
+def _again(libs: Path, tmp_path: Path) -> dict[str, Any]:
+    """The periodic run once more on the same state file and state dir."""
     cfg = tmp_path / "health.yaml"
     slurmpod = Path(sys.executable).with_name("slurmpod")
     again = subprocess.run([str(slurmpod), "check", "run", "--context", "periodic", "--json", "--config", str(cfg),
                             "--state-dir", str(tmp_path / "sd"), "--metrics-dir", str(tmp_path / "metrics")],
                            capture_output=True, text=True, timeout=60, check=False,
                            env=_env(libs, FAKE_NVML_STATE=str(tmp_path / "state"), SLURMPOD_AUTH="slurm"))
+    return _result(json.loads(again.stdout), "xid")
+
+
+def test_a_fatal_xid_stays_failed_until_the_state_dir_is_new(libs: Path, tmp_path: Path) -> None:
+    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=2\nxid=1:48", SLURMPOD_AUTH="slurm").stdout)
     assert _result(first, "xid")["status"] == "fail"
-    assert _result(json.loads(again.stdout), "xid")["status"] == "ok"
+    for _ in range(3):  # the event was delivered once; clean runs do not lift a fatal XID
+        later = _again(libs, tmp_path)
+        assert (later["status"], later["remediation"]) == ("fail", "restart_pod"), later
+        assert "XID 48" in later["reason"] and "latched" in later["reason"], later
+    shutil.rmtree(tmp_path / "sd")  # a new container: the pod was restarted, the GPU reset
+    assert _again(libs, tmp_path)["status"] == "ok"
+
+
+def test_an_xid_is_reported_once(libs: Path, tmp_path: Path) -> None:
+    # 94: a warning (contained ECC error); warnings are not latched
+    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=2\nxid=1:94", SLURMPOD_AUTH="slurm").stdout)
+    # the same state file again: the event was delivered; a second run finds nothing new
+    assert _result(first, "xid")["status"] == "warn"
+    assert _again(libs, tmp_path)["status"] == "ok"
 
 
 # What Slurm's gpu/nvml plugin calls for AutoDetect=nvml (src/plugins/gpu/nvml/gpu_nvml.c), under the
@@ -224,7 +242,7 @@ SLURM_GPU_NVML_CALLS = (
     "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
     "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetSupportedMemoryClocks", "nvmlDeviceGetSupportedGraphicsClocks",
     "nvmlDeviceGetApplicationsClock", "nvmlDeviceSetApplicationsClocks", "nvmlDeviceResetApplicationsClocks",
-    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetUtilizationRates",
+    "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetProcessUtilization",
 )
 
 

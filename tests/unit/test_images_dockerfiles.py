@@ -126,8 +126,8 @@ def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
     assert args["SUITE"] == "forky"
     assert args["PYTHON_REQUIREMENTS"].split() == list(flavors.PYTHON_REQUIREMENTS)
     role = build.build_args(forky, "worker", "unused")
-    packages = "slurmd openssh-server libpam-slurm-adopt"
-    assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages}
+    packages = "slurmd openssh-server libpam-slurm-adopt slurm-wlm-nvml-plugin"
+    assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages, "CONTRIB_SUITE": "sid"}
 
 
 def test_controller_compiles_the_plugin_with_the_venv_python_and_drops_the_tools() -> None:

@@ -24,13 +24,13 @@ def test_table_matches_the_contract() -> None:
 def test_role_packages(name: str) -> None:
     f = flavors.get(name)
     assert f.role_packages("controller") == ("slurmctld",)
-    assert f.role_packages("worker") == ("slurmd", "openssh-server", "libpam-slurm-adopt")
+    assert f.role_packages("worker") == ("slurmd", "openssh-server", "libpam-slurm-adopt", "slurm-wlm-nvml-plugin")
     login = f.role_packages("login")
     assert {"slurm-client", "openssh-server"} <= set(login)
     assert ("sackd" in login) is f.has_sackd
     base = f.role_packages("base")
     assert {"munge", "python3", "bash", "procps", "iproute2", "slurm-client"} <= set(base)
-    # No GPU libraries anywhere: the NVIDIA container toolkit mounts the host's.
+    # No GPU libraries anywhere: the NVIDIA container toolkit mounts the host's (gpu/nvml dlopen()s them).
     for role in flavors.ALL_IMAGES:
         assert not [p for p in f.role_packages(role) if "nvidia" in p or "cuda" in p]
 
@@ -47,3 +47,8 @@ def test_names_and_tags() -> None:
     assert flavors.repository("worker") == "slurmpod/worker"
     assert flavors.tags(f, "0.1.0") == ("26.05", "26.05-0.1.0")
     assert flavors.rootfs_image(f) == "slurmpod/rootfs:forky"
+
+
+def test_nvml_plugin_suite_has_the_flavors_slurm() -> None:
+    # Debian contrib (checked 2026-12-01): trixie 24.11.5-2; forky has none, sid 26.05.5-1.
+    assert {n: f.nvml_plugin_suite for n, f in flavors.FLAVORS.items()} == {"24.11": "trixie", "26.05": "sid"}

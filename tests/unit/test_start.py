@@ -129,6 +129,9 @@ def test_controller_plan(tmp_path: Path) -> None:
     assert "TopologyPlugin=topology/tree\n" in files[wk.SLURM_CONF]
     assert p.node is None
     assert wk.STATE_SAVE_LOCATION in {d.path for d in p.dirs}
+    # configless slurmd reads the controller's gres.conf, never the worker's: GPUs come from NVML there
+    gres = [line for line in files[f"{wk.SLURM_ETC}/gres.conf"].splitlines() if not line.startswith("#")]
+    assert gres == ["AutoDetect=nvml"]
 
 
 def test_controller_without_cgroups_has_no_cgroup_conf(tmp_path: Path) -> None:

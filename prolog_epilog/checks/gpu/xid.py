@@ -4,6 +4,13 @@ The kernel log (/dev/kmsg, where readable) holds every XID the driver raised, so
 cursor (the last record's sequence number) in the state dir and reads only what is new. In the epilog,
 XIDs on the job's GPUs are attributed to the job in the reason.
 Ref: https://docs.nvidia.com/deploy/xid-errors/index.html (driver log line "NVRM: Xid (PCI:...): N, ...")
+
+A fatal XID is an event, seen once: later runs find nothing new, yet the GPU stays broken until it is
+reset (NVIDIA's catalog: "reset GPU" or "reboot", or replace it). So a fatal XID is latched in the state
+dir and every later run fails on it again, until there is evidence of a reset: a new container (the
+state dir lives in the container, so restarting the pod, which is how a GPU is reset under Kubernetes,
+starts without the latch) or a new kernel boot (/proc/sys/kernel/random/boot_id changed). Clean runs
+alone never lift it, and neither does `scontrol update state=resume` (the periodic run re-drains).
 """
 
 from __future__ import annotations
@@ -13,8 +20,9 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from slurmpod.nvml import Nvml, NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
@@ -30,6 +38,9 @@ STATE_KEY = "xid"
 _KMSG = re.compile(r"^\d+,(\d+),\d+,[^;]*;(.*)$")
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+)")
 MAX_KMSG_BYTES = 8 * 1024 * 1024
+# Changes on every boot. Ref: https://man7.org/linux/man-pages/man4/random.4.html (boot_id)
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+LATCHED = "latched"  # state: "gpu:xid" -> {"boot": boot id, "reason": text, "remediation": class}
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +111,32 @@ def judge(events: Sequence[tuple[int, int]], devs: Sequence[rd.Device], job: Job
     return CheckResult(NAME, Status.WARN, text, gpus=gpus, values=values)
 
 
+def boot_id(path: Path = BOOT_ID) -> str:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
+
+
+def latch(result: CheckResult, fatal: Sequence[tuple[int, int]], latched: Mapping[str, Any],
+          boot: str) -> tuple[CheckResult, dict[str, Any]]:
+    """(this run's result, the latches to keep): fatal XIDs ``(gpu, xid)`` seen now join the latches; a
+    latch from another boot is dropped (a reboot resets the GPUs); while one is left, the result fails."""
+    kept = {k: v for k, v in latched.items() if isinstance(v, dict) and v.get("boot") == boot}
+    for g, code in fatal:
+        x = xid_catalog.classify(code)
+        kept.setdefault(f"{g}:{code}", {"boot": boot, "remediation": x.remediation.value,
+                                        "reason": f"XID {code} ({x.meaning}) on GPU {g if g >= 0 else '?'}"})
+    if result.status is Status.FAIL or not kept:
+        return result, kept
+    first = kept[sorted(kept)[0]]
+    worst = max((Remediation(v["remediation"]) for v in kept.values()), key=list(Remediation).index)
+    gpus = tuple(Gpu(g) for g in sorted({int(k.split(":")[0]) for k in kept}) if g >= 0)
+    more = f" (+{len(kept) - 1} more)" if len(kept) > 1 else ""
+    text = f"{first['reason']}{more}; latched until the GPU is reset (restart the pod)"
+    return CheckResult(NAME, Status.FAIL, text, worst, gpus=gpus, values=result.values), kept
+
+
 def run(env: CheckEnv) -> CheckResult:
     got = session(env, NAME)
     if isinstance(got, CheckResult):
@@ -118,8 +155,10 @@ def run(env: CheckEnv) -> CheckResult:
     totals = Counter(state.get("totals", {}))
     for g, x in events:
         totals[f"{g}:{x}"] += 1
-    env.state.write(STATE_KEY, {"kmsg_seq": last, "totals": dict(totals)})
-    return judge(events, devs, env.job, env.context)
+    fatal = [(g, x) for g, x in events if xid_catalog.classify(x).severity is xid_catalog.Severity.FATAL]
+    result, latched = latch(judge(events, devs, env.job, env.context), fatal, state.get(LATCHED, {}), boot_id())
+    env.state.write(STATE_KEY, {"kmsg_seq": last, "totals": dict(totals), LATCHED: latched})
+    return result
 
 
 def _bus(nv: Nvml, d: rd.Device) -> str:

@@ -13,6 +13,8 @@
  *   remap.failure  nvlinks (links per GPU, default 0)  nvlink.L.down=1  nvlink.L.replay / .recovery /
  *   .crc_flit / .crc_data  clocks_event (bitmask)  temp (C)  procs=pid:bytes,pid:bytes  mem_total
  *   mem_used  persistence  fabric.state  fabric.status  xid=GPU:CODE (repeatable: a queue)
+ *   affinity=online: every GPU's CPU affinity is all CPUs of this machine (default: CPUs 2i and 2i+1,
+ *   which a small machine lacks; Slurm's AutoDetect then refuses affinities that split a socket)
  * XIDs are delivered once each through the event-set API: the count already delivered is kept in
  * "$FAKE_NVML_STATE.delivered", as a real event is seen once.
  * "hang" makes the named function sleep forever (a wedged driver).
@@ -229,6 +231,14 @@ nvmlReturn_t nvmlDeviceGetCpuAffinity(struct fake_device *d, unsigned int cpuSet
     ENTER("nvmlDeviceGetCpuAffinity");
     if (!d || !cpuSet || cpuSetSize == 0) return NVML_ERROR_INVALID_ARGUMENT;
     memset(cpuSet, 0, cpuSetSize * sizeof(unsigned long));
+    const char *aff = lookup("affinity");
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (aff && strcmp(aff, "online") == 0 && online > 0) {
+        /* every CPU of this machine, as on a one-socket box (Slurm wants a GPU's cores to fill sockets) */
+        unsigned long bits = 8 * sizeof(unsigned long);
+        for (long c = 0; c < online && (unsigned long)c < bits * cpuSetSize; c++) cpuSet[c / bits] |= 1UL << (c % bits);
+        return NVML_SUCCESS;
+    }
     cpuSet[0] = 3UL << (2 * d->index);
     return NVML_SUCCESS;
 }
@@ -515,6 +525,11 @@ nvmlReturn_t nvmlDeviceGetComputeInstanceId(struct fake_device *d, unsigned int 
 }
 nvmlReturn_t nvmlDeviceGetAttributes_v2(struct fake_device *d, void *attributes) {
     ENTER("nvmlDeviceGetAttributes"); DEVICE(d); (void)attributes; return NVML_ERROR_NOT_SUPPORTED;
+}
+nvmlReturn_t nvmlDeviceGetProcessUtilization(struct fake_device *d, void *samples, unsigned int *count,
+                                             unsigned long long since) {
+    ENTER("nvmlDeviceGetProcessUtilization"); DEVICE(d); (void)samples; (void)count; (void)since;
+    return NVML_ERROR_NOT_SUPPORTED;
 }
 /* acct_gather_energy/gpu and gpu usage sampling: energy in mJ since driver load, utilization in percent. */
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(struct fake_device *d, unsigned long long *mj) {
