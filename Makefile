@@ -5,7 +5,7 @@ SP := $(VENV)/bin/slurmpod
 PYTEST := $(VENV)/bin/pytest
 FLAVORS ?= 24.11 26.05
 
-.PHONY: demo test bench images clean lint unit image-tests cluster-tests bootstrap manifests
+.PHONY: demo test test-faults bench images clean lint unit image-tests cluster-tests bootstrap manifests
 
 bootstrap:
 	@scripts/bootstrap-host.sh
@@ -18,9 +18,14 @@ demo: bootstrap
 test: bootstrap lint unit
 	$(SP) images build --flavor 24.11
 	$(SP) images build --flavor 26.05
-	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) tests/image tests/cluster
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults" tests/image tests/cluster
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/image
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/cluster -m smoke
+
+## test-faults: the twelve GPU faults end to end on 24.11 (each waits out Slurm's ~2 min requeue delay)
+test-faults: bootstrap
+	$(SP) images build --flavor 24.11
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m faults tests/cluster
 
 lint: bootstrap
 	$(VENV)/bin/ruff check .
