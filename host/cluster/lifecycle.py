@@ -59,6 +59,8 @@ class PodPatch:
     read_only_mounts: tuple[str, ...] = ()  # mountPaths whose volumeMount gets `readOnly: true`
     # The container's env is `env` alone (a pod another operator built, e.g. Slinky's), not merged.
     env_exact: bool = False
+    # Drop the template's `command`, so the image's ENTRYPOINT runs with `args` (Slinky sets args only).
+    image_entrypoint: bool = False
     # mountPath -> new mountPath, or None to drop that volumeMount (Slinky mounts the key elsewhere).
     move_mounts: Mapping[str, str | None] | None = None
 
@@ -108,6 +110,8 @@ def patch_template(body: Mapping[str, Any], patch: PodPatch) -> dict[str, Any]:
             else:
                 env[index] = item  # in place: $(VAR) expansion depends on the order
         container["env"] = env
+    if patch.image_entrypoint:
+        container.pop("command", None)
     if patch.command is not None:
         container["command"] = list(patch.command)
     if patch.args is not None:
