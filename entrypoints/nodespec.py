@@ -41,6 +41,9 @@ class NodeSpec:
     weight: int | None
     topology: str | None
     placement: str | None = None  # the pod's placement value as given; see ``extra``
+    # Validated parameters that replace (or add to) the derived ones: a Slinky operator's --conf
+    # (slurmpod.entrypoints.slinky); keys are canonical Slurm node parameter names.
+    overrides: tuple[tuple[str, str], ...] = ()
 
     @property
     def extra(self) -> str | None:
@@ -75,7 +78,9 @@ class NodeSpec:
         # Never an empty Topology=: it would swallow the next item (Slinky issue 261).
         if self.topology:
             out.append(("Topology", self.topology))
-        return out
+        given = dict(self.overrides)
+        out = [(k, given.pop(k, v)) for k, v in out]
+        return out + list(given.items())
 
     def conf_string(self) -> str:
         """The `slurmd -Z --conf` argument (NodeName is the host name). Ref: slurmd(8) --conf"""

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import socket
 from pathlib import Path
 
 from slurmpod import podinfo
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, render, start
+from slurmpod.entrypoints import cluster_spec, render, slinky, start
 
 
 def _env(args: argparse.Namespace) -> dict[str, str]:
@@ -26,11 +27,17 @@ def _env(args: argparse.Namespace) -> dict[str, str]:
 def node(args: argparse.Namespace) -> int:
     env = _env(args)
     env[wk.ENV_PODINFO_DIR] = args.podinfo
+    operator = None
+    if args.slurmd_args:  # the same completion of the env the entrypoint does for Slinky's pods
+        operator = slinky.parse(args.slurmd_args)
+        env = slinky.pod_env(env, operator, socket.gethostname())
     settings = start.Settings.from_env(env)
-    pod = podinfo.load(env, Path(args.podinfo))
+    pod = podinfo.load(env, Path(args.podinfo), optional_dir=operator is not None)
+    if operator is not None:
+        pod = slinky.with_topology(pod, operator)
     # Auth does not change the node; the preview needs no key secret.
     common = start.common_without_keys(pod)
-    part = start.worker_plan(common, env, settings)
+    part = start.worker_plan(common, env, settings, operator)
     assert part.node is not None  # a worker plan always has its node
     if args.static:
         print(part.node.node_line())

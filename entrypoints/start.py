@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from slurmpod import confvalues, hardware, mounttable, nvml, podinfo, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import health_config, nodespec, programs, render, secrets
+from slurmpod.entrypoints import health_config, nodespec, programs, render, secrets, slinky
 from slurmpod.entrypoints.render import Program
 from slurmpod.errors import BadInput, TransientError
 
@@ -160,8 +160,10 @@ def _common(settings: Settings, pod: podinfo.PodInfo, auth: str) -> _Common:
     # Slurm 24.11.5 and 26.05.5: slurmd without the key fails with "Munge encode failed ... failed to
     # initialize auth plugin"). So the key is installed there before any daemon starts; no flag is needed.
     # Owned by SlurmUser, never readable by others. Ref: https://slurm.schedmd.com/authentication.html#slurm
-    key = KeyInstall(secrets.read_key(settings.slurm_key, "slurm key secret"), wk.SLURM_KEY, "slurm")
-    return _Common(pod, auth, (key,), tuple(dirs), ())
+    slurm_key = secrets.read_key(settings.slurm_key, "slurm key secret")
+    if settings.slurm_key == Path(wk.SLURM_KEY):  # Slinky mounts it there, read-only: use it as it is
+        return _Common(pod, auth, (), tuple(dirs), ())
+    return _Common(pod, auth, (KeyInstall(slurm_key, wk.SLURM_KEY, "slurm"),), tuple(dirs), ())
 
 
 def common_without_keys(pod: podinfo.PodInfo) -> _Common:
@@ -221,9 +223,13 @@ def topology_files(spec: cluster_spec.ClusterSpec, env: Mapping[str, str]) -> tu
     return (OutFile(str(tgt.path), text),)
 
 
-def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> _RolePlan:
+def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings,
+                operator: slinky.SlurmdArgs | None = None) -> _RolePlan:
+    """``operator``: slurmd args a Slinky operator started the pod with, merged into the node."""
     hw = hardware.probe(settings.hw_root, nvml.inventory())
     node = nodespec.build(c.pod, hw, slurm_version.detect(env), env.get(wk.ENV_NODESET) or None)
+    if operator is not None:
+        node = slinky.merge(node, operator)
     node_conf = node.conf_string()
     files = [OutFile(f"{wk.SLURM_ETC}/gres.conf", node.gres_conf())] if node.gpus else []
     try:
@@ -258,12 +264,20 @@ def login_plan(c: _Common, settings: Settings) -> tuple[_RolePlan, tuple[KeyInst
     return part, keys
 
 
-def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
-    """Read and validate every input and render every file, in memory."""
+def plan(role: str, env: Mapping[str, str], settings: Settings,
+         operator: slinky.SlurmdArgs | None = None) -> StartPlan:
+    """Read and validate every input and render every file, in memory.
+
+    ``operator``: a worker started by Slinky's operator (``env`` completed by ``slinky.pod_env``)."""
     if role not in wk.ROLES:
         raise BadInput.one("ROLE", role, f"unknown role; expected one of {', '.join(wk.ROLES)}")
+    if operator is not None and role != "worker":
+        raise BadInput.one("ROLE", role, "slurmd args are for the worker role only")
     run_dir = confvalues.path(wk.ENV_RUN_DIR, str(settings.run_dir))  # written into supervisord.conf
-    pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller")
+    pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller",
+                       optional_dir=operator is not None)
+    if operator is not None:
+        pod = slinky.with_topology(pod, operator)
     spec = None
     if role == "controller":  # the cluster spec (YAML) is the controller's alone: workers never import it
         from slurmpod.entrypoints import cluster_spec  # noqa: PLC0415
@@ -274,7 +288,7 @@ def plan(role: str, env: Mapping[str, str], settings: Settings) -> StartPlan:
     if spec is not None:
         part = controller_plan(common, spec, topology_files(spec, env))
     elif role == "worker":
-        part = worker_plan(common, env, settings)
+        part = worker_plan(common, env, settings, operator)
     else:
         part, host_keys = login_plan(common, settings)
         keys += host_keys
@@ -374,8 +388,18 @@ def _end_on_sigterm() -> None:
 def main(args: argparse.Namespace) -> int:
     _end_on_sigterm()
     env = dict(os.environ)
+    operator = None
+    rest = list(getattr(args, "slurmd_args", None) or [])
+    if rest[:1] == ["--dry-run"]:  # after the role, argparse's REMAINDER takes our own option too
+        args.dry_run = True
+        rest = rest[1:]
+    args.slurmd_args = rest
+    if rest:  # started as Slinky's operator starts slurmd
+        operator = slinky.parse(args.slurmd_args)
+        env = slinky.pod_env(env, operator, socket.gethostname())
+        os.environ.update(env)  # the programs supervisord starts (reconcile-node, hooks) read the same
     settings = Settings.from_env(env)
-    p = plan(args.role, env, settings)
+    p = plan(args.role, env, settings, operator)
     if args.dry_run:
         print(describe(p))
         return 0

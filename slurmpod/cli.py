@@ -173,6 +173,9 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     ep = sub.add_parser("entrypoint", help="pod start: render config, then exec supervisord")
     ep.add_argument("role", help="controller | worker | login")
     _opt(ep, t, "--dry-run", action="store_true", help="render and print the plan; start nothing")
+    # Slinky's operator appends slurmd's args to the image's entrypoint (entrypoints/slinky.py).
+    ep.add_argument("slurmd_args", nargs=argparse.REMAINDER,
+                    help="-Z --conf-server HOST:PORT --conf VALUE, as Slinky's operator passes them")
     ep.set_defaults(handler=_lazy("slurmpod.entrypoints.start"))
 
     render = sub.add_parser("render", help="show what a pod would get; no side effects")
@@ -182,6 +185,8 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     _opt(rn, t, "--podinfo", env=wk.ENV_PODINFO_DIR, required=True, help=podinfo_help)
     _opt(rn, t, "--env-file", default=None, help="KEY=VALUE lines standing in for the pod's env")
     _opt(rn, t, "--static", action="store_true", help="print a static NodeName= line instead")
+    rn.add_argument("slurmd_args", nargs="*", metavar="-- SLURMD_ARG",
+                    help="preview a worker started with Slinky's slurmd args (after --)")
     rn.set_defaults(handler=_lazy("slurmpod.entrypoints.render_cli", "node"))
     rc = rsub.add_parser("slurm-conf", help="print slurm.conf for a controller")
     _opt(rc, t, "--cluster-spec", env=wk.ENV_CLUSTER_SPEC, required=True, help="the cluster spec YAML")

@@ -103,8 +103,11 @@ def _ip_env(env: Mapping[str, str], key: str, p: Problems) -> str:
         return ""
 
 
-def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool = True) -> PodInfo:
-    """Build a PodInfo from ``env`` and the downwardAPI files; BadInput lists every problem."""
+def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool = True,
+         optional_dir: bool = False) -> PodInfo:
+    """Build a PodInfo from ``env`` and the downwardAPI files; BadInput lists every problem.
+
+    ``optional_dir``: a missing directory means no labels and annotations (Slinky's pods mount none)."""
     problems = Problems()
 
     name = env.get(wk.ENV_POD_NAME, "")
@@ -135,7 +138,8 @@ def load(env: Mapping[str, str], podinfo_dir: Path, *, require_controller: bool 
     grace = _int_env(env, wk.ENV_GRACE_SECONDS, 1, MAX_GRACE_SECONDS, problems)
 
     if not podinfo_dir.is_dir():
-        problems.add(wk.ENV_PODINFO_DIR, str(podinfo_dir), "not a directory (downwardAPI volume)")
+        if not (optional_dir and not podinfo_dir.exists()):
+                problems.add(wk.ENV_PODINFO_DIR, str(podinfo_dir), "not a directory (downwardAPI volume)")
         labels: Mapping[str, str] = MappingProxyType({})
         annotations: Mapping[str, str] = MappingProxyType({})
     else:

@@ -57,6 +57,12 @@ class PodPatch:
     command: tuple[str, ...] | None = None  # container `command` override
     args: tuple[str, ...] | None = None  # container `args` override
     read_only_mounts: tuple[str, ...] = ()  # mountPaths whose volumeMount gets `readOnly: true`
+    # The container's env is `env` alone (a pod another operator built, e.g. Slinky's), not merged.
+    env_exact: bool = False
+    # Drop the template's `command`, so the image's ENTRYPOINT runs with `args` (Slinky sets args only).
+    image_entrypoint: bool = False
+    # mountPath -> new mountPath, or None to drop that volumeMount (Slinky mounts the key elsewhere).
+    move_mounts: Mapping[str, str | None] | None = None
 
 
 def _check_limit(res: Mapping[str, Any], key: str, limit: str, field: str, problems: Problems) -> None:
@@ -92,7 +98,9 @@ def patch_template(body: Mapping[str, Any], patch: PodPatch) -> dict[str, Any]:
         meta = template.setdefault("metadata", {})
         meta["annotations"] = {**(meta.get("annotations") or {}), **{str(k): str(v)
                                                                      for k, v in patch.annotations.items()}}
-    if patch.env:
+    if patch.env_exact:
+        container["env"] = [{"name": str(k), "value": str(v)} for k, v in (patch.env or {}).items()]
+    elif patch.env:
         env = list(container.get("env") or [])
         for name, value in patch.env.items():
             item = {"name": str(name), "value": str(value)}
@@ -102,11 +110,19 @@ def patch_template(body: Mapping[str, Any], patch: PodPatch) -> dict[str, Any]:
             else:
                 env[index] = item  # in place: $(VAR) expansion depends on the order
         container["env"] = env
+    if patch.image_entrypoint:
+        container.pop("command", None)
     if patch.command is not None:
         container["command"] = list(patch.command)
     if patch.args is not None:
         container["args"] = list(patch.args)
     mounts = container.get("volumeMounts") or []
+    for old, new in (patch.move_mounts or {}).items():
+        if not any(m.get("mountPath") == old for m in mounts):
+            raise BadInput.one("spec.template.spec.containers[0].volumeMounts", old, "no volume mounted there")
+        mounts = [m if m.get("mountPath") != old else {**m, "mountPath": new} for m in mounts if
+                  m.get("mountPath") != old or new is not None]
+        container["volumeMounts"] = mounts
     for path in patch.read_only_mounts:
         found = [m for m in mounts if m.get("mountPath") == path]
         if not found:

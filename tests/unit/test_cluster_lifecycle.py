@@ -184,3 +184,16 @@ def test_applied_missing_or_garbage(tmp_path: Path) -> None:
     (tmp_path / applied.FILE).write_text("{}", encoding="utf-8")
     with pytest.raises(BadInput):
         applied.load(tmp_path)
+
+
+def test_a_pod_built_like_slinkys_exact_env_and_moved_mounts() -> None:
+    """What tests/cluster/test_slinky.py starts: the operator's env alone, the key under /etc/slurm, no podinfo."""
+    patch = PodPatch(env={"POD_CPUS": "1"}, env_exact=True, image_entrypoint=True, args=("-Z",),
+                     move_mounts={"/run/secrets/slurmpod/slurm": "/etc/slurm", wk.PODINFO_DIR: None})
+    c = _container(patch_template(WORKER.body, patch))
+    assert c["env"] == [{"name": "POD_CPUS", "value": "1"}]
+    assert "command" not in c and c["args"] == ["-Z"]
+    paths = [m["mountPath"] for m in c["volumeMounts"]]
+    assert "/etc/slurm" in paths and wk.PODINFO_DIR not in paths and "/run/secrets/slurmpod/slurm" not in paths
+    with pytest.raises(BadInput):
+        patch_template(WORKER.body, PodPatch(move_mounts={"/nowhere": None}))
