@@ -22,7 +22,7 @@ from typing import Protocol
 from slurmpod import reasons, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, TopologySource, load
-from slurmpod.errors import BadInput, TransientError
+from slurmpod.errors import BadInput, SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, SlurmClient
 from slurmpod.slurm_version import SlurmVersion
@@ -125,7 +125,16 @@ def sync_once(client: SlurmClient, tgt: Target, source: Source) -> sync.Plan:
     _write(tgt.path, plan.text)
     # A moved node's Topology= value is not re-sent by a running slurmd, so every change (REGISTER
     # included) is applied by reconfiguring with the rewritten file, which names every node.
-    client.reconfigure(timeout=STEP_TIMEOUT)
+    try:
+        client.reconfigure(timeout=STEP_TIMEOUT)
+    except SlurmpodError:
+        # Not applied (slurmctld restarting, say): put the old file back, so the next pass sees the
+        # change again and reconfigures then, rather than finding the file current and doing nothing.
+        if previous is None:
+            tgt.path.unlink(missing_ok=True)
+        else:
+            _write(tgt.path, previous)
+        raise
     log.info("topology changed; reconfigured", extra={"ctx": {
         "file": str(tgt.path), "nodes": len(nodes), "action": plan.action.value}})
     return plan

@@ -113,6 +113,24 @@ def test_reconfigures_once_per_change(tmp_path: Path, version: SlurmVersion, plu
     assert len(slurm.called("reconfigure")) == 3
 
 
+def test_a_failed_reconfigure_is_retried_on_the_next_pass(tmp_path: Path) -> None:
+    """slurmctld away when the file changed: the old file is put back, so the next pass reconfigures."""
+    slurm = FakeSlurm()
+    tgt = _target(tmp_path, _spec("tree"), V24)
+    empty = topology_sync.render_now(tgt, None)
+    tgt.path.write_text(empty)
+    source = topology_sync.SlurmSource(slurm)
+    _four(slurm)
+    slurm.fail["reconfigure"] = TransientError("reconfigure: Unable to contact slurm controller")
+    with pytest.raises(TransientError):
+        topology_sync.sync_once(slurm, tgt, source)
+    assert tgt.path.read_text() == empty
+    del slurm.fail["reconfigure"]
+    assert topology_sync.sync_once(slurm, tgt, source).changed
+    assert "b1" in tgt.path.read_text()
+    assert len(slurm.called("reconfigure")) == 2  # the failed call, then the one that took
+
+
 def test_24_11_tree_file_for_four_workers(tmp_path: Path) -> None:
     slurm = FakeSlurm()
     _four(slurm)
