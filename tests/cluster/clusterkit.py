@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from slurmpod import nodestate
 from slurmpod import well_known as wk
@@ -136,3 +140,29 @@ def host_memtotal_mib() -> int:
         if line.startswith("MemTotal:"):
             return int(line.split()[1]) // 1024
     raise AssertionError("no MemTotal in /proc/meminfo")
+
+
+@contextmanager
+def auth_slurm_cluster(docker_client: Any, name: str, flavor: str, workers: int, state_root: Path) -> Iterator[Session]:
+    """A cluster of its own with auth/slurm (`cluster up --auth slurm`), state under ``state_root``; down after."""
+    from slurmpod_host.cluster import demo
+
+    demo.ensure_images(flavor, sys.stderr)
+    env = {**os.environ, wk.ENV_STATE_DIR: str(state_root)}
+    run_slurmpod(env, "cluster", "down", "--name", name, timeout=120)  # leftovers of an aborted run
+    try:
+        up = run_slurmpod(env, "cluster", "up", "--name", name, "--auth", "slurm", "--workers", str(workers),
+                          "--flavor", flavor, "--timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 120)
+        if up.returncode != 0:
+            pytest.fail(f"cluster up --auth slurm failed (exit {up.returncode}):\n{up.stdout}\n{up.stderr}",
+                        pytrace=False)
+        with pytest.MonkeyPatch.context() as mp:
+            # cli.attach and lifecycle read the state dir from the env: set while the tests run.
+            mp.setenv(wk.ENV_STATE_DIR, str(state_root))
+            cluster = cli.attach(docker_client, name)
+            assert cluster is not None, up.stdout
+            assert "(auth/slurm)" in up.stdout
+            yield Session(cluster, docker_client, flavor, env)
+    finally:
+        down = run_slurmpod(env, "cluster", "down", "--name", name, timeout=120)
+        assert down.returncode == 0, down.stderr

@@ -7,16 +7,14 @@ when a test fails. Ref: https://slurm.schedmd.com/authentication.html#slurm
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from clusterkit import UP_TIMEOUT_S, Session, run_slurmpod
+from clusterkit import Session, auth_slurm_cluster
 
 from slurmpod import well_known as wk
-from slurmpod_host.cluster import cli, demo, runtime
+from slurmpod_host.cluster import runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.smoke]
 
@@ -35,25 +33,8 @@ def auth_flavor(flavor: str) -> str:
 
 @pytest.fixture(scope="module")
 def spauth(docker_client: Any, auth_flavor: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
-    demo.ensure_images(auth_flavor, sys.stderr)
-    state_root = tmp_path_factory.mktemp("spauth-state")
-    env = {**os.environ, wk.ENV_STATE_DIR: str(state_root)}
-    run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)  # leftovers of an aborted run
-    try:
-        up = run_slurmpod(env, "cluster", "up", "--name", NAME, "--auth", "slurm", "--workers", str(WORKERS),
-                          "--flavor", auth_flavor, "--timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 120)
-        if up.returncode != 0:
-            pytest.fail(f"cluster up --auth slurm failed (exit {up.returncode}):\n{up.stdout}\n{up.stderr}",
-                        pytrace=False)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv(wk.ENV_STATE_DIR, str(state_root))  # cli.attach reads the state dir from the env
-            cluster = cli.attach(docker_client, NAME)
-        assert cluster is not None, up.stdout
-        assert "(auth/slurm)" in up.stdout
-        yield Session(cluster, docker_client, auth_flavor, env)
-    finally:
-        down = run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)
-        assert down.returncode == 0, down.stderr
+    with auth_slurm_cluster(docker_client, NAME, auth_flavor, WORKERS, tmp_path_factory.mktemp("spauth-state")) as s:
+        yield s
 
 
 def _pods(s: Session) -> list[str]:

@@ -11,15 +11,14 @@ The cluster (`spslinky`, one ordinary worker, auth/slurm) is removed at the end,
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from clusterkit import UP_TIMEOUT_S, Session, host_memtotal_mib, node, node_json, run_slurmpod, wait_idle
+from clusterkit import Session, auth_slurm_cluster, host_memtotal_mib, node, node_json, wait_idle
 
 from slurmpod import well_known as wk
-from slurmpod_host.cluster import cli, demo, lifecycle, runtime
+from slurmpod_host.cluster import lifecycle, runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.smoke]
 
@@ -35,24 +34,8 @@ REGISTER_TIMEOUT_S = 120.0
 
 @pytest.fixture(scope="module")
 def spslinky(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
-    demo.ensure_images(flavor, sys.stderr)
-    state_root = tmp_path_factory.mktemp("spslinky-state")
-    env = {**os.environ, wk.ENV_STATE_DIR: str(state_root)}
-    run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)  # leftovers of an aborted run
-    try:
-        up = run_slurmpod(env, "cluster", "up", "--name", NAME, "--auth", "slurm", "--workers", "1",
-                          "--flavor", flavor, "--timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 120)
-        if up.returncode != 0:
-            pytest.fail(f"cluster up --auth slurm failed (exit {up.returncode}):\n{up.stdout}\n{up.stderr}",
-                        pytrace=False)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv(wk.ENV_STATE_DIR, str(state_root))
-            cluster = cli.attach(docker_client, NAME)
-            assert cluster is not None, up.stdout
-            yield Session(cluster, docker_client, flavor, env)
-    finally:
-        down = run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)
-        assert down.returncode == 0, down.stderr
+    with auth_slurm_cluster(docker_client, NAME, flavor, 1, tmp_path_factory.mktemp("spslinky-state")) as s:
+        yield s
 
 
 def _slinky_patch(controller: str) -> lifecycle.PodPatch:
