@@ -283,7 +283,8 @@ def wait_healthy(client: Any, pod: str, timeout_s: float) -> None:
     raise TransientError(f"pod {pod} not ready after {timeout_s:.0f}s (readinessProbe)")
 
 
-def logs_tail(client: Any, pod: str, lines: int) -> str:
+def logs_tail(client: Any, pod: str, lines: int | str) -> str:
+    """The last ``lines`` lines of the container's output; ``"all"`` for everything since it started."""
     try:
         raw = client.api.logs(pod, stdout=True, stderr=True, tail=lines)
     except docker.errors.APIError as exc:
