@@ -192,7 +192,9 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         print(f"{plugin}: scontrol show topology matched the rendering {seconds:.1f}s after the 4 pods were IDLE")
         # The controller pod is new in this test: its whole log (workers registering can push the line out
         # of any fixed tail) holds the reconfigure that applied the 4 placements.
-        reconfigures = runtime.logs_tail(client, controller, "all").count("topology changed; reconfigured")
+        ctl_log = runtime.logs_tail(client, controller, "all")
+        reconfigures = ctl_log.count("topology changed; reconfigured")
+        print(f"{plugin}: {reconfigures} reconfigure(s) in the controller's {len(ctl_log.splitlines())} log lines")
         assert reconfigures >= 1
 
         # One node of b1 taken whole: a 2-node job fits only in b2. Without topology Slurm takes the lowest
