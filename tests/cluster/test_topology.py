@@ -195,7 +195,8 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         ctl_log = runtime.logs_tail(client, controller, "all")
         reconfigures = ctl_log.count("topology changed; reconfigured")
         print(f"{plugin}: {reconfigures} reconfigure(s) in the controller's {len(ctl_log.splitlines())} log lines")
-        assert reconfigures >= 1
+        topo_lines = [line for line in ctl_log.splitlines() if "topology" in line.lower()]
+        assert reconfigures >= 1, "no reconfigure logged; topology lines:\n" + "\n".join(topo_lines[-40:])
 
         # One node of b1 taken whole: a 2-node job fits only in b2. Without topology Slurm takes the lowest
         # idle names (w1, w2), across the blocks.
