@@ -40,14 +40,21 @@ SYSTEM_LIBS = "/usr/lib/x86_64-linux-gnu"
 
 
 @contextmanager
-def short_interval(session: Session) -> Iterator[None]:
-    """The session's cluster with HealthCheckInterval=INTERVAL_S (slurmpod's hooks otherwise default)."""
+def short_interval(session: Session, cred_expire_s: int | None = None) -> Iterator[None]:
+    """The session's cluster with HealthCheckInterval=INTERVAL_S (slurmpod's hooks otherwise default).
+
+    ``cred_expire_s``: also AuthInfo=cred_expire, which is how long slurmctld holds a requeued batch job
+    before it may start again (120 s by default). Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
+    """
     name, controller = session.cluster.name, session.cluster.controller
     old = lifecycle.set_config_map(name, "cluster", {})
     spec = old["cluster.yaml"].rstrip("\n")
     assert "healthCheckInterval: 300" in spec, spec  # the shipped ConfigMap's value
-    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec.replace(
-        "healthCheckInterval: 300", f"healthCheckInterval: {INTERVAL_S}") + "\n"})
+    spec = spec.replace("healthCheckInterval: 300", f"healthCheckInterval: {INTERVAL_S}")
+    if cred_expire_s is not None:
+        assert "extraLines" not in spec, spec
+        spec += f"\nextraLines:\n  - AuthInfo=cred_expire={cred_expire_s}"
+    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec + "\n"})
     try:
         lifecycle.replace_pod(session.client, name, controller)
         wait_ready(session, controller)
