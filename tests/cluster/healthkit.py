@@ -133,10 +133,18 @@ def gpu_count(gres: str) -> int | None:
 
 def wait_job_done(s: Session, job_id: int, bound: float = JOB_WORST_S) -> tuple[dict[str, str], float]:
     """The job's final state and the seconds waited (at most ``bound``)."""
+    seen: list[dict[str, str]] = []
+
     def done() -> dict[str, str] | None:
         st = job(s, job_id)
+        seen[:] = [st]
         return st if st["JobState"] in FINAL else None
-    return wait_for(f"job {job_id} done", done, bound)
+    try:
+        return wait_for(f"job {job_id} done", done, bound)
+    except AssertionError as exc:  # say where the job stood
+        keys = ("JobState", "Reason", "Restarts", "BatchHost", "NodeList", "EligibleTime", "StartTime")
+        last = {k: seen[0].get(k, "") for k in keys} if seen else {}
+        raise AssertionError(f"{exc}; last seen {last}") from None
 
 
 def drain_as_admin(s: Session, name: str, reason: str) -> None:

@@ -43,8 +43,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.faults]
 
 GPUS = 8
 CRED_EXPIRE_S = 30
-# A requeued job: the hold above, then a scheduling pass and its run on the healthy node.
-REQUEUED_WORST_S = CRED_EXPIRE_S + 60.0
+# A requeued job: the hold above, then the next main scheduling pass (sched_interval, 60 s by default) or
+# backfill pass (bf_interval, 30 s), twice over for a pass that comes just before the hold ends, then its run.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_sched_interval
+REQUEUED_WORST_S = CRED_EXPIRE_S + 2 * 60.0 + 30.0
 HEALTHY = f"gpus={GPUS}\nnvlinks=4\nname=NVIDIA A100-SXM4-80GB\naffinity=online\n"
 
 
@@ -74,7 +76,11 @@ NVML = f"{SYSTEM_LIBS}/libnvidia-ml.so.1"
 
 
 def _state(s: Session, pod: str, text: str) -> None:
-    healthkit.write_file(s, s.cluster.login, f"{FAKE_STATE_DIR}/{pod}", text)
+    """A new state file is a new XID queue: the fake's count of XIDs already delivered starts again (removed
+    first, while the old state, never holding an XID between faults, is still in place)."""
+    path = f"{FAKE_STATE_DIR}/{pod}"
+    assert s.root_in(s.cluster.login, "rm", "-f", f"{path}.delivered").code == 0
+    healthkit.write_file(s, s.cluster.login, path, text)
 
 
 def _configure(s: Session, worker: str) -> None:
