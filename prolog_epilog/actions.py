@@ -4,7 +4,10 @@
 - A node someone else drained (an admin, another tool) is never touched: not re-drained with our
   reason, never resumed.
 - The periodic run lifts a drain only when a health check set it, and only after
-  ``clean_runs_to_undrain`` clean periodic runs in a row (counted in the state dir).
+  ``clean_runs_to_undrain`` clean periodic runs in a row (counted in the state dir) that include the
+  check that drained it: a prolog-only check (gpu-memory, say) is re-run by the periodic run while its
+  drain stands. Without that, clean runs of the other checks would return the node, the next job's
+  prolog would fail on it again, and that job would be requeued over and over.
 - The periodic run re-asserts a drain it owns: when our failure persists but the node has lost its
   DRAIN flag (slurmctld has been seen to drop it when a pod of the same name re-registers).
 - Prolog and epilog make no Slurm RPC when healthy. On a failure they drain first, with our reason,
@@ -46,8 +49,17 @@ class Action(enum.Enum):
     FAILED = "failed"  # Slurm did not answer; the exit code still reports the failure
 
 
+def owned_drain_check(state: StateDir) -> str | None:
+    """The check named by the drain this node's runs set (from the state dir: no RPC), if any."""
+    from slurmpod import reasons  # noqa: PLC0415 - see act()
+    reason = state.read(STATE_KEY).get("drained_reason")
+    return reasons.health_check_of(reason) if isinstance(reason, str) else None
+
+
 def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: SlurmClient | None,
-        state: StateDir, clean_runs_to_undrain: int) -> Action:
+        state: StateDir, clean_runs_to_undrain: int, enabled: frozenset[str] = frozenset()) -> Action:
+    """``enabled``: the checks the config runs in some context; a drain by one of them is lifted only
+    by periodic runs that ran it."""
     failure = first_failure(results)
     memory = state.read(STATE_KEY)
     clean = int(memory.get("clean_runs", 0))
@@ -82,6 +94,13 @@ def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: S
             if memory.pop("drained_reason", None) is not None and not current.drained:
                 state.write(STATE_KEY, memory)  # our drain was lifted by someone else: forget it
             return Action.NONE
+        drained_by = reasons.health_check_of(current.reason)
+        if drained_by in enabled and drained_by not in {r.check for r in results}:
+            # Not a periodic check, and not re-run yet (a drain set before this pod's state): the next
+            # run re-runs it, and the count starts there.
+            memory["drained_reason"], memory["clean_runs"] = current.reason, 0
+            state.write(STATE_KEY, memory)
+            return Action.COUNTING
         if memory["clean_runs"] < clean_runs_to_undrain:
             return Action.COUNTING
         slurm.resume(node, timeout=RPC_TIMEOUT)

@@ -130,9 +130,10 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
     deadline_s = cfg.deadlines[s.context]
     deadline = Deadline(clock, deadline_s, floor=0.1)
     the_job = job.from_env(env)
-    planned = runner.plan(all_checks, s.context, cfg, the_job)
-    gpus = GpuSource(nvml.open_library, NVML_CALL_TIMEOUT, init_timeout=min(10.0, deadline_s / 3))
     state = StateDir(s.state_dir)
+    recheck = actions.owned_drain_check(state) if s.context is Context.PERIODIC else None
+    planned = runner.plan(all_checks, s.context, cfg, the_job, recheck=recheck)
+    gpus = GpuSource(nvml.open_library, NVML_CALL_TIMEOUT, init_timeout=min(10.0, deadline_s / 3))
     check_env = CheckEnv(
         context=s.context, config=cfg, job=the_job, state=state, gpus=gpus, runner=run_cmd or LocalRunner(),
         libraries=libraries(planned),
@@ -144,8 +145,9 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
         results = runner.run(planned, check_env, deadline, clock)
     finally:
         gpus.close()
+    enabled = frozenset(c.name for c in all_checks if cfg.settings(c.name).enabled)
     action = actions.act(s.context, results, node=s.node, slurm=slurm if s.act else None, state=state,
-                         clean_runs_to_undrain=cfg.clean_runs_to_undrain)
+                         clean_runs_to_undrain=cfg.clean_runs_to_undrain, enabled=enabled)
     duration = clock.monotonic() - start
     if s.metrics_dir is not None:
         totals = {k: int(v) for k, v in state.read("xid").get("totals", {}).items()}

@@ -28,13 +28,18 @@ class Planned:
     skip_reason: str = ""  # non-empty: reported as skipped, not run
 
 
-def plan(checks: Sequence[Check], context: Context, config: Config, job: JobInfo) -> tuple[Planned, ...]:
-    """The checks for ``context`` with the config's settings applied, and the job's opt-outs."""
+def plan(checks: Sequence[Check], context: Context, config: Config, job: JobInfo,
+         recheck: str | None = None) -> tuple[Planned, ...]:
+    """The checks for ``context`` with the config's settings applied, and the job's opt-outs.
+
+    ``recheck``: a check to run in this context although it is not one of its own (the periodic run
+    re-runs the prolog-only check that drained the node, so that it lifts the drain only on its word).
+    """
     out = []
     for declared in checks:
         s = config.settings(declared.name)
         contexts = s.contexts if s.contexts is not None else declared.contexts
-        if not s.enabled or context not in contexts:
+        if not s.enabled or (context not in contexts and declared.name != recheck):
             continue
         check = dataclasses.replace(declared, timeout=s.timeout or declared.timeout,
                                     skippable=declared.skippable if s.skippable is None else s.skippable)

@@ -111,6 +111,7 @@ def fake_gpus(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Ite
             # Back to the plain template while the short interval holds and the fakes are still in place:
             # a periodic run without the fake libraries would drain the pods, and at 300 s nothing lifts it.
             for worker in session.cluster.workers:
+                healthkit.resume(session, worker)  # a failed case's drain: its record would outlive the pod
                 restore_pod(session, worker)
             session.root_in(session.cluster.login, "rm", "-rf", healthkit.FAKE_DIR)
 

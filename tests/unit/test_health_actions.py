@@ -8,7 +8,7 @@ import pytest
 from fakes.slurm_client import FakeSlurm
 
 from slurmpod import reasons
-from slurmpod.prolog_epilog.actions import Action, act
+from slurmpod.prolog_epilog.actions import Action, act, owned_drain_check
 from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, fail, ok, warn
 from slurmpod.prolog_epilog.state import StateDir
 
@@ -116,3 +116,46 @@ def test_slurm_not_answering_is_reported_not_raised(state: StateDir) -> None:
     slurm.add_node(NODE)
     slurm.down = True
     assert _run(slurm, state, Context.PROLOG, BAD) is Action.FAILED
+
+
+MEM_BAD = (ok("gpu-count"), fail("gpu-memory", "memory held: GPU 0 2048 MiB by pid 4242", Remediation.RESTART_POD))
+ENABLED = frozenset({"gpu-count", "gpu-memory", "remap"})
+
+
+def _periodic(slurm: FakeSlurm, state: StateDir, results: tuple[CheckResult, ...]) -> Action:
+    return act(Context.PERIODIC, results, node=NODE, slurm=slurm, state=state, clean_runs_to_undrain=3,
+               enabled=ENABLED)
+
+
+def test_a_prolog_only_checks_drain_is_lifted_only_by_runs_that_rechecked_it(state: StateDir) -> None:
+    # gpu-memory is a prolog/epilog check: periodic runs of the others alone must not return the node,
+    # or the next job's prolog fails there again and the job is requeued over and over.
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    assert act(Context.PROLOG, MEM_BAD, node=NODE, slurm=slurm, state=state, clean_runs_to_undrain=3,
+               enabled=ENABLED) is Action.DRAINED
+    assert owned_drain_check(state) == "gpu-memory"  # what the periodic run plans to re-run
+    assert [_periodic(slurm, state, (ok("gpu-count"),)) for _ in range(5)] == [Action.COUNTING] * 5
+    assert slurm.nodes_by_name[NODE].drained
+    rechecked = (ok("gpu-count"), ok("gpu-memory"))
+    assert [_periodic(slurm, state, rechecked) for _ in range(3)] == [
+        Action.COUNTING, Action.COUNTING, Action.RESUMED]
+    assert not slurm.nodes_by_name[NODE].drained
+    assert owned_drain_check(state) is None
+
+
+def test_a_drain_from_before_this_pods_state_is_rechecked_first(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    slurm.drain(NODE, reasons.health("gpu-memory", "memory held"))  # by the pod this one replaced
+    assert owned_drain_check(state) is None
+    assert _periodic(slurm, state, (ok("gpu-count"),)) is Action.COUNTING
+    assert owned_drain_check(state) == "gpu-memory"
+    assert [_periodic(slurm, state, (ok("gpu-count"), ok("gpu-memory"))) for _ in range(3)][-1] is Action.RESUMED
+
+
+def test_a_drain_by_a_check_the_config_turned_off_is_lifted_by_clean_runs(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE)
+    slurm.drain(NODE, reasons.health("nccl", "bus bandwidth 12 GB/s"))
+    assert [_periodic(slurm, state, GOOD) for _ in range(3)][-1] is Action.RESUMED

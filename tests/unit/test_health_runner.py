@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -83,3 +84,13 @@ def test_a_job_skips_only_skippable_checks(skippable: bool, config_says: bool | 
     cfg = Config(checks={"nvlink": CheckSettings(skippable=config_says)})
     planned = runner.plan((check,), Context.PROLOG, cfg, JobInfo(7, (), frozenset({"nvlink"})))
     assert bool(planned[0].skip_reason) is skipped
+
+
+def test_plan_rechecks_the_check_that_drained_the_node() -> None:
+    prolog_only = dataclasses.replace(_quick("gpu-memory"), contexts=frozenset({Context.PROLOG, Context.EPILOG}))
+    checks = (_quick("a"), prolog_only)
+    assert [p.check.name for p in runner.plan(checks, Context.PERIODIC, Config(), JobInfo())] == ["a"]
+    planned = runner.plan(checks, Context.PERIODIC, Config(), JobInfo(), recheck="gpu-memory")
+    assert [p.check.name for p in planned] == ["a", "gpu-memory"]
+    off = Config(checks={"gpu-memory": CheckSettings(enabled=False)})
+    assert [p.check.name for p in runner.plan(checks, Context.PERIODIC, off, JobInfo(), recheck="gpu-memory")] == ["a"]
