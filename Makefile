@@ -18,11 +18,11 @@ demo: bootstrap
 test: bootstrap lint unit
 	$(SP) images build --flavor 24.11
 	$(SP) images build --flavor 26.05
-	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults" tests/image tests/cluster
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults" --durations=15 tests/image tests/cluster
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/image
-	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/cluster -m smoke
+	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/cluster -m smoke --durations=10
 
-## test-faults: the twelve GPU faults end to end on 24.11 (each waits out Slurm's ~2 min requeue delay)
+## test-faults: the twelve GPU faults end to end on 24.11 (about 12 min: each requeue waits out cred_expire, 30 s here)
 test-faults: bootstrap
 	$(SP) images build --flavor 24.11
 	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m faults tests/cluster
