@@ -71,7 +71,22 @@ def scheduler_parameters(spec: ClusterSpec) -> tuple[tuple[str, ...], tuple[str,
     return tuple(items), tuple(rest)
 
 
-def slurm_conf(spec: ClusterSpec, controller: str) -> str:
+def mpi_default(spec: ClusterSpec, mpi_plugins: frozenset[str]) -> str:
+    """MpiDefault: the spec's choice, which this Slurm must have, else pmix where it has mpi_pmix.so.
+    Debian's Slurm 26.05 is built without PMIx, so there the default is none. Ref: https://slurm.schedmd.com/mpi_guide.html"""
+    from slurmpod.errors import BadInput  # noqa: PLC0415 - workers never render slurm.conf
+
+    if spec.mpi_default is None:
+        return "pmix" if "pmix" in mpi_plugins else "none"
+    if spec.mpi_default != "none" and spec.mpi_default not in mpi_plugins:
+        have = ", ".join(sorted(mpi_plugins)) or "none"
+        raise BadInput.one("mpiDefault", spec.mpi_default,
+                           f"this Slurm has no mpi_{spec.mpi_default}.so (it has: {have})")
+    return spec.mpi_default
+
+
+def slurm_conf(spec: ClusterSpec, controller: str, mpi_plugins: frozenset[str] = frozenset()) -> str:
+    """``mpi_plugins``: the MPI plugin types this image's Slurm has (``slurm_version.mpi_plugins``)."""
     preempt = any(p.preempt_mode != "OFF" for p in spec.partitions)
     sched, extra = scheduler_parameters(spec)
     return (
@@ -85,6 +100,7 @@ def slurm_conf(spec: ClusterSpec, controller: str) -> str:
             extra_lines=extra,
             version=__version__,
             state_save_location=wk.STATE_SAVE_LOCATION,
+            mpi_default=mpi_default(spec, mpi_plugins),
         )
     )
 
