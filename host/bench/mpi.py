@@ -17,7 +17,7 @@ from slurmpod_host.cluster import runtime
 
 TRIALS = 10
 # --overcommit: the emulated workers have one usable CPU each; four tasks on two pods need it.
-SRUN = "srun -N2 -n4 --ntasks-per-node=2 --overcommit -t 2"
+SRUN = "srun -N2 -n4 --overcommit -t 2"
 MPI = f"{SRUN} --mpi=pmix slurmpod-mpi-hello"
 HOSTNAME = f"{SRUN} --mpi=none hostname"
 

@@ -20,7 +20,8 @@ RUN apt-get update; \
 # libucx0, which libopenmpi40 needs, depends on AMD's HIP runtime (~210 MB with LLVM) only for UCX's ROCm
 # transport, a module UCX dlopen()s: a local package with no files provides MPI_STUBS at the archive's
 # own versions, so apt leaves them out (this image serves CPU and NVIDIA pods). MPI_BUILD_PACKAGES, when
-# set, compile slurmpod-mpi-hello (images/files/mpi_hello.c) and leave in this same RUN.
+# set, compile slurmpod-mpi-hello (images/files/mpi_hello.c); every package they brought leaves in this same
+# RUN (`--auto-remove` would keep perl and binutils, which other packages merely suggest).
 # Ref: deb-control(5), Provides with a version; https://docs.open-mpi.org/en/v5.0.x/launching-apps/slurm.html
 ARG MPI_PACKAGES=
 ARG MPI_STUBS=
@@ -40,9 +41,11 @@ RUN if [ -z "$MPI_PACKAGES" ]; then rm -rf /tmp/slurmpod-mpi; exit 0; fi; \
     apt-get install -y --no-install-recommends /tmp/slurmpod-mpi/slurmpod-no-rocm.deb $MPI_PACKAGES; \
     install -D -m 0644 /tmp/slurmpod-mpi/openmpi-mca-params.conf /etc/openmpi/openmpi-mca-params.conf; \
     if [ -n "$MPI_BUILD_PACKAGES" ]; then \
+        dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/before; \
         apt-get install -y --no-install-recommends $MPI_BUILD_PACKAGES; \
         mpicc -O2 -o /usr/local/bin/slurmpod-mpi-hello /tmp/slurmpod-mpi/mpi_hello.c; \
-        apt-get purge -y --auto-remove $MPI_BUILD_PACKAGES; \
+        dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/after; \
+        comm -13 /tmp/slurmpod-mpi/before /tmp/slurmpod-mpi/after | xargs apt-get purge -y; \
         test -x /usr/local/bin/slurmpod-mpi-hello; \
     fi; \
     rm -rf /tmp/slurmpod-mpi; \
