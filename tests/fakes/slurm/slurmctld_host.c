@@ -1,7 +1,8 @@
 /* A stand-in for slurmctld: loads job_submit_slurmpod.so the way Slurm's plugin loader does (dlopen,
  * dlsym of the plugin symbols), provides the libslurmfull functions the plugin imports, and submits the
  * jobs named on the command line, one line of key=value output per job.
- *   slurmctld_host PLUGIN.so [--threads N --repeat M] PARTITION[:GPUS_PER_NODE[:NODES]] ...  */
+ *   slurmctld_host PLUGIN.so [--threads N --repeat M] PARTITION[:GPUS_PER_NODE[:NODES]] ...
+ * A job argument "--swap=FILE" renames FILE over $SLURMPOD_POLICY instead (a ConfigMap update). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -106,6 +107,10 @@ int main(int argc, char **argv)
         i = 6;
     }
     for (; i < argc; i++) {
+        if (!strncmp(argv[i], "--swap=", 7)) {
+            printf("swap=%d\n", rename(argv[i] + 7, getenv("SLURMPOD_POLICY")));
+            continue;
+        }
         if (threads) {
             pthread_t t[64];
             thread_job = argv[i];
