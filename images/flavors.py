@@ -13,7 +13,7 @@ from slurmpod import well_known
 from slurmpod.errors import BadInput
 
 BASE = "base"
-ROLES: tuple[str, ...] = well_known.ROLES  # controller, worker, login
+ROLES: tuple[str, ...] = well_known.IMAGE_ROLES  # controller, worker, login, accounting, restapi
 ALL_IMAGES: tuple[str, ...] = (BASE, *ROLES)
 
 # debootstrap scripts live here; bookworm's debootstrap has no `forky` script, and Debian's
@@ -92,6 +92,11 @@ class Flavor:
             return ("slurmd", "openssh-server", "libpam-slurm-adopt", NVML_PLUGIN_PACKAGE)
         if role == "login":
             return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server")
+        if role == "accounting":
+            # slurmdbd, and MariaDB for the db pod (mariadb-client: mariadb-admin for its probe).
+            return ("slurmdbd", "mariadb-server", "mariadb-client")
+        if role == "restapi":
+            return ("slurmrestd", *(("sackd",) if self.has_sackd else ()))
         if role == BASE:
             return BASE_PACKAGES
         raise BadInput.one("role", role, f"expected one of {', '.join(ALL_IMAGES)}")

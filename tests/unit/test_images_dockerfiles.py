@@ -174,8 +174,9 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
             source = ins.args.split()[0]
             assert (ctx / source).exists(), f"{name}: COPY source {source} missing from the context"
     files = sorted(str(p.relative_to(ctx)) for p in ctx.rglob("*") if p.is_file())
+    wheel_only = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
-                "controller": ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]}
+                "controller": wheel_only, "accounting": wheel_only, "restapi": wheel_only}
     default = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
     assert files == expected.get(name, default)
 
