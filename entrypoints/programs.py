@@ -128,6 +128,13 @@ def slurmrestd(auth: str) -> Program:
         f"for _ in $(seq {CONF_WAIT_SECONDS * 10}); do [ -s {q} ] && break; sleep 0.1; done",
         f'[ -s {q} ] || {{ echo "{conf} not fetched by sackd after {CONF_WAIT_SECONDS} s"; exit 1; }}',
         f"export SLURM_CONF={q}",
+        # slurmrestd unshares its file table and System V IPC namespace before serving, which a container
+        # without CAP_SYS_ADMIN may not ("Unable to unshare ...: Operation not permitted"). The pod is its own
+        # IPC and mount namespace already. Ref: https://slurm.schedmd.com/slurmrestd.html#OPT_SLURMRESTD_SECURITY
+        "export SLURMRESTD_SECURITY=disable_unshare_sysv,disable_unshare_files",
+        # Tokens pass through to slurmctld/slurmdbd as auth/jwt, not the cluster's AuthType (without it,
+        # auth/munge refuses them: "Rejecting thread config token"). Ref: https://slurm.schedmd.com/jwt.html
+        "export SLURM_JWT=daemon",
         _cmd(["/usr/sbin/slurmrestd", "-a", "rest_auth/jwt", f"0.0.0.0:{wk.SLURMRESTD_PORT}"]),
     ]
     return Program("slurmrestd", _script("slurmrestd", body), priority=30, user=wk.SLURMRESTD_USER)

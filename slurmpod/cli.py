@@ -129,7 +129,7 @@ def _host_commands(sub: Any, t: Twins) -> None:
     b = isub.add_parser("build", help="build images (base made with debootstrap when missing)")
     _opt(b, t, "--flavor", choices=FLAVORS, default="24.11", help="Slurm flavor of the images")
     _opt(b, t, "--role", env="SLURMPOD_BUILD_ROLES", action="append",
-         choices=["base", "controller", "worker", "login"], help="roles to build (repeatable; default: all)")
+         choices=["base", *wk.IMAGE_ROLES], help="roles to build (repeatable; default: all)")
     _opt(b, t, "--base-image", default=None, help="start from this registry image instead of debootstrap")
     _opt(b, t, "--mirror", default=None, help="Debian mirror (default: the host's apt sources)")
     _opt(b, t, "--log-file", env="SLURMPOD_BUILD_LOG", default=None,

@@ -105,7 +105,7 @@ def test_accounting_and_restapi_workloads_when_enabled() -> None:
     assert _find(docs, "Service", "slurmpod-restapi")["spec"]["ports"][0]["port"] == 6820
     spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
     assert spec["accounting"]["enabled"] is True and spec["restapi"] == {"enabled": True}
-    assert [q["name"] for q in spec["accounting"]["qos"]] == ["low", "high"]
+    assert [q["name"] for q in spec["accounting"]["qos"]] == ["low", "urgent"]
     ctl = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]
     secrets = {v["secret"]["secretName"] for v in ctl["volumes"] if "secret" in v}
     assert "slurmpod-jwt-key" in secrets

@@ -126,7 +126,7 @@ def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
     assert args["SUITE"] == "forky"
     assert args["PYTHON_REQUIREMENTS"].split() == list(flavors.PYTHON_REQUIREMENTS)
     role = build.build_args(forky, "worker", "unused")
-    packages = "slurmd openssh-server libpam-slurm-adopt slurm-wlm-nvml-plugin"
+    packages = "slurmd openssh-server libpam-slurm-adopt slurm-wlm-nvml-plugin slurm-wlm-jwt-plugin"
     assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages, "CONTRIB_SUITE": "sid"}
 
 
