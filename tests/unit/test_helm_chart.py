@@ -74,8 +74,10 @@ def _find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     return doc
 
 
-def test_lint_strict() -> None:
-    done = _helm("lint", "--strict", str(CHART))
+@pytest.mark.parametrize("args", [[], ["--set=accounting.enabled=true", "--set=restapi.enabled=true"]],
+                         ids=["default", "accounting-restapi"])
+def test_lint_strict(args: list[str]) -> None:
+    done = _helm("lint", "--strict", str(CHART), *args)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
