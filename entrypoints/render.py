@@ -71,8 +71,11 @@ def scheduler_parameters(spec: ClusterSpec) -> tuple[tuple[str, ...], tuple[str,
     return tuple(items), tuple(rest)
 
 
-def slurm_conf(spec: ClusterSpec, controller: str) -> str:
-    preempt = any(p.preempt_mode != "OFF" for p in spec.partitions)
+def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None) -> str:
+    """``accounting_host``: slurmdbd's host, required when the spec enables accounting."""
+    if spec.accounting.enabled and not accounting_host:
+        raise ValueError("accounting enabled without a slurmdbd host")
+    preempt = spec.accounting.preempt_qos or any(p.preempt_mode != "OFF" for p in spec.partitions)
     sched, extra = scheduler_parameters(spec)
     return (
         _env()
@@ -85,7 +88,30 @@ def slurm_conf(spec: ClusterSpec, controller: str) -> str:
             extra_lines=extra,
             version=__version__,
             state_save_location=wk.STATE_SAVE_LOCATION,
+            accounting_host=accounting_host or "",
+            accounting_port=wk.SLURMDBD_PORT,
+            jwt_key=wk.JWT_KEY,
         )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmdbdConf:
+    """What slurmdbd.conf is rendered from; every value checked by the caller (confvalues)."""
+
+    auth: str  # munge | slurm
+    dbd_host: str  # this pod's name
+    storage_host: str  # the db pod
+    storage_pass: str  # from the mounted Secret file, never from values
+    jwt: bool  # AuthAltTypes=auth/jwt with the mounted key
+
+
+def slurmdbd_conf(c: SlurmdbdConf) -> str:
+    return (
+        _env()
+        .get_template("slurmdbd.conf.j2")
+        .render(c=c, version=__version__, port=wk.SLURMDBD_PORT, db_port=wk.MARIADB_PORT, user=wk.DB_USER,
+                db=wk.DB_NAME, run_dir=wk.SLURMDBD_RUN_DIR, jwt_key=wk.JWT_KEY)
     )
 
 

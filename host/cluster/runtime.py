@@ -268,8 +268,8 @@ def pod_status(container: Any, root: Path) -> PodStatus:
 
 def statuses(client: Any, name: str, root: Path) -> list[PodStatus]:
     containers = client.containers.list(all=True, filters=_label_filter(name))
-    return sorted((pod_status(c, root) for c in containers), key=lambda s: (wk.ROLES.index(s.role)
-                  if s.role in wk.ROLES else 9, s.name))
+    return sorted((pod_status(c, root) for c in containers), key=lambda s: (wk.POD_ROLES.index(s.role)
+                  if s.role in wk.POD_ROLES else 9, s.name))
 
 
 def wait_healthy(client: Any, pod: str, timeout_s: float) -> None:

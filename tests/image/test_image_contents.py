@@ -22,7 +22,10 @@ SLURM_PACKAGES = {"slurm-client", "slurm-wlm-basic-plugins", "slurmctld", "slurm
 USERS = {"slurm": (64030, 64030, "/usr/sbin/nologin"), "munge": (64031, 64031, "/usr/sbin/nologin"),
          "researcher": (2000, 2000, "/bin/bash")}
 DAEMONS = {"controller": ["/usr/sbin/slurmctld"], "worker": ["/usr/sbin/slurmd", "/usr/sbin/sshd"],
-           "login": ["/usr/sbin/sshd", "/usr/bin/sbatch", "/usr/bin/srun"]}
+           "login": ["/usr/sbin/sshd", "/usr/bin/sbatch", "/usr/bin/srun"],
+           "accounting": ["/usr/sbin/slurmdbd", "/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db",
+                          "/usr/bin/mariadb-admin"],
+           "restapi": ["/usr/sbin/slurmrestd", "/usr/sbin/sackd"]}
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -155,3 +158,23 @@ def test_no_secrets_in_the_file_system(name: str, images: dict[str, ImageInfo], 
 
 def test_worker_fits_the_size_budget(images: dict[str, ImageInfo]) -> None:
     assert images["worker"].size <= 450 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
+
+
+def test_accounting_image_has_a_fixed_mysql_user_and_no_database(hosts: dict[str, Any]) -> None:
+    host = hosts["accounting"]
+    u = host.user("mysql")
+    assert (u.uid, u.gid) == (64032, 64032)
+    # the package's postinst database is removed in its own layer: the db pod initialises its volume
+    assert host.run('test ! -e /var/lib/mysql || test -z "$(ls -A /var/lib/mysql)"').rc == 0
+    assert not host.file("/etc/slurm/slurmdbd.conf").exists  # rendered at pod start, with the password
+    owners = host.check_output("dpkg -S accounting_storage_mysql.so auth_jwt.so")  # storage and JWT plugins
+    assert "slurm-wlm-mysql-plugin:" in owners and "slurm-wlm-jwt-plugin:" in owners, owners
+
+
+def test_restapi_image_has_its_own_user_and_the_jwt_plugins(hosts: dict[str, Any]) -> None:
+    host = hosts["restapi"]
+    u = host.user("slurmrestd")
+    assert (u.uid, u.gid, u.shell) == (64033, 64033, "/usr/sbin/nologin")
+    owners = host.check_output("dpkg -S auth_jwt.so rest_auth_jwt.so")  # auth/jwt and rest_auth/jwt
+    assert "slurm-wlm-jwt-plugin:" in owners and "slurm-wlm-basic-plugins:" in owners, owners
+    assert not host.file("/etc/slurm/jwt_hs256.key").exists  # the key comes from a Secret at pod start
