@@ -91,7 +91,9 @@ class Flavor:
         if role == "worker":
             return ("slurmd", "openssh-server", "libpam-slurm-adopt", NVML_PLUGIN_PACKAGE)
         if role == "login":
-            return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server")
+            # openssh-client: users ssh from here into their allocations (pam_slurm_adopt on the workers);
+            # forky's openssh-server no longer pulls it in.
+            return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server", "openssh-client")
         if role == BASE:
             return BASE_PACKAGES
         raise BadInput.one("role", role, f"expected one of {', '.join(ALL_IMAGES)}")

@@ -26,7 +26,7 @@ def test_role_packages(name: str) -> None:
     assert f.role_packages("controller") == ("slurmctld",)
     assert f.role_packages("worker") == ("slurmd", "openssh-server", "libpam-slurm-adopt", "slurm-wlm-nvml-plugin")
     login = f.role_packages("login")
-    assert {"slurm-client", "openssh-server"} <= set(login)
+    assert {"slurm-client", "openssh-server", "openssh-client"} <= set(login)  # users ssh to their jobs
     assert ("sackd" in login) is f.has_sackd
     base = f.role_packages("base")
     assert {"munge", "python3", "bash", "procps", "iproute2", "slurm-client"} <= set(base)
