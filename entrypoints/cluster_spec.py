@@ -223,6 +223,11 @@ def _hooks(doc: object, p: Problems) -> HooksSpec:
         for i, item in enumerate(raw):
             p.field(f"hooks.{key}[{i}]", item, _one_of(allowed))
         lists[key] = tuple(str(item) for item in raw if item in allowed)
+    flags = lists["prologFlags"]
+    if "NoHold" in flags and ("Contain" in flags or "X11" in flags):
+        # slurmctld exits: "PrologFlags invalid combination: NoHold cannot be combined with Contain and/or X11"
+        # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_NoHold
+        p.add("hooks.prologFlags", ",".join(flags), "NoHold cannot be combined with Contain or X11")
     # A spec that turns the program off has no periodic run unless it also names an interval.
     default_interval = d.health_check_interval if paths["healthCheckProgram"] else 0
     interval = p.field("hooks.healthCheckInterval", doc.get("healthCheckInterval", default_interval) or 0,

@@ -71,6 +71,20 @@ def scheduler_parameters(spec: ClusterSpec) -> tuple[tuple[str, ...], tuple[str,
     return tuple(items), tuple(rest)
 
 
+def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
+    """The hooks' PrologFlags, plus Contain when jobs run in cgroups: pam_slurm_adopt (in every worker's
+    sshd) adopts an ssh session into the job's extern step, which only Contain creates. slurmctld refuses
+    NoHold beside Contain ("NoHold cannot be combined with Contain and/or X11"), so NoHold goes: srun then
+    waits for the prolog to finish, as it did before NoHold.
+    Ref: https://slurm.schedmd.com/pam_slurm_adopt.html#SLURM_CONFIG
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Contain
+    """
+    flags = spec.hooks.prolog_flags
+    if not spec.cgroups or "Contain" in flags:
+        return flags
+    return (*(f for f in flags if f != "NoHold"), "Contain")
+
+
 def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None) -> str:
     """``accounting_host``: slurmdbd's host, required when the spec enables accounting."""
     if spec.accounting.enabled and not accounting_host:
@@ -84,6 +98,7 @@ def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None =
             spec=spec,
             controller=controller,
             preempt=preempt,
+            prolog_flags=prolog_flags(spec),
             scheduler_parameters=sched,
             extra_lines=extra,
             version=__version__,

@@ -99,7 +99,10 @@ class Flavor:
         if role == "worker":
             return ("slurmd", "openssh-server", "libpam-slurm-adopt", NVML_PLUGIN_PACKAGE, JWT_PLUGIN_PACKAGE)
         if role == "login":
-            return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server", JWT_PLUGIN_PACKAGE)
+            # openssh-client: users ssh from here into their allocations (pam_slurm_adopt on the workers);
+            # forky's openssh-server no longer pulls it in.
+            return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server", "openssh-client",
+                    JWT_PLUGIN_PACKAGE)
         if role == "accounting":
             # slurmdbd, and MariaDB for the db pod (mariadb-client: mariadb-install-db's helpers, mariadb-admin).
             return ("slurmdbd", "mariadb-server", "mariadb-client", JWT_PLUGIN_PACKAGE)

@@ -175,6 +175,8 @@ def _mounts(plan: PodPlan, root: Path) -> list[Any]:
     for m in plan.mounts:
         if m.kind is MountKind.BIND:
             mounts.append(DockerMount(m.target, str(root / m.source), type="bind", read_only=m.read_only))
+        elif m.kind is MountKind.HOST:
+            mounts.append(DockerMount(m.target, m.source, type="bind", read_only=m.read_only))
         elif m.kind is MountKind.VOLUME:
             # no_copy: a fresh PersistentVolume is empty; Docker would copy the image's files in.
             mounts.append(DockerMount(m.target, m.source, type="volume", read_only=m.read_only, no_copy=True))

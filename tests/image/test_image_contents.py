@@ -123,6 +123,30 @@ def test_sshd_drop_in_is_effective(name: str, hosts: dict[str, Any]) -> None:
     assert settings["permittunnel"] == "no"
 
 
+def _pam_stack(host: Any, service: str) -> list[str]:
+    """The PAM lines of ``service`` with every ``@include`` expanded, comments dropped."""
+    lines: list[str] = []
+    for raw in host.file(f"/etc/pam.d/{service}").content_string.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("@include"):
+            lines += _pam_stack(host, line.split()[1])
+        elif line:
+            lines.append(line)
+    return lines
+
+
+def test_worker_sshd_account_stack_ends_with_pam_slurm_adopt(hosts: dict[str, Any]) -> None:
+    """ssh into allocations: pam_slurm_adopt decides last in the account stack, and pam_systemd, which
+    would move the session out of the job's cgroup, is nowhere in sshd's stack.
+    Ref: https://slurm.schedmd.com/pam_slurm_adopt.html#PAM_CONFIG"""
+    host = hosts["worker"]
+    stack = _pam_stack(host, "sshd")
+    account = [x.split() for x in stack if x.split()[0] == "account"]
+    assert account[-1][1:3] == ["required", "pam_slurm_adopt.so"], account
+    assert not [x for x in stack if "pam_systemd" in x], stack
+    assert host.file("/usr/lib/x86_64-linux-gnu/security/pam_slurm_adopt.so").is_file
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_no_host_tools_in_the_pod_images(name: str, hosts: dict[str, Any]) -> None:
     """The images carry the pod side only: no Docker SDK, no Dockerfiles, no emulator/bench/builder."""

@@ -46,6 +46,8 @@ VARIANTS: dict[str, list[str]] = {
                "--set=nodesets.gpu.disruptionBudget.enabled=true",
                "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2"],
     "policy-lua": ["--set=cluster.policy=lua"],
+    "cgroup-v1": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=hostV1"],
+    "cgroup-v2": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=delegatedV2"],
     "topology": ["--set=cluster.topologyPlugin=tree", "--set=cluster.topology.source=api",
                  "--set=topology.apiAccess=true", "--set=policy.topology.plugin=tree"],
     "accounting": ["--set=accounting.enabled=true", "--set=restapi.enabled=true",
@@ -161,6 +163,30 @@ def test_topology_api_access_runs_the_controller_as_the_reader() -> None:
     assert (spec["topologyPlugin"], spec["topology"]) == ("tree", {"source": "api"})
 
 
+@pytest.mark.parametrize(("variant", "annotated", "host_path"),
+                         [("default", False, False), ("cgroup-v1", False, True), ("cgroup-v2", True, False)])
+def test_cgroup_access_adds_sys_admin_and_the_access_never_privileged(variant: str, annotated: bool,
+                                                                       host_path: bool) -> None:
+    """hostV1 mounts the node's cgroup tree; delegatedV2 asks the runtime for the pod's own subtree read-write."""
+    docs = RENDERS[variant]
+    template = _find(docs, "StatefulSet", "slurmpod-worker")["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    security = container["securityContext"]
+    assert "privileged" not in security
+    assert ("SYS_ADMIN" in security["capabilities"]["add"]) is (variant != "default")
+    assert ("io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw" in template["metadata"]["annotations"]) is annotated
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    assert ("cgroup" in volumes) is host_path
+    if host_path:
+        assert volumes["cgroup"]["hostPath"] == {"path": "/sys/fs/cgroup", "type": "Directory"}
+        assert {"name": "cgroup", "mountPath": "/sys/fs/cgroup"} in container["volumeMounts"]
+    spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
+    assert spec.get("cgroups", False) is (variant != "default")
+    for sts in ("slurmpod-controller", "slurmpod-login"):  # only workers run jobs
+        (other,) = _find(docs, "StatefulSet", sts)["spec"]["template"]["spec"]["containers"]
+        assert "SYS_ADMIN" not in other["securityContext"]["capabilities"]["add"]
+
+
 def test_no_secret_is_rendered_in_any_variant() -> None:
     assert not [d for docs in RENDERS.values() for d in docs if d["kind"] == "Secret"]
 
@@ -172,6 +198,8 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=cluster.auth=kerberos"], 'cluster.auth: "kerberos"'),
     (["--set=nodesets.workers.priorityClass=urgent"], 'nodesets.workers.priorityClass: "urgent"'),
     (["--set=topology.apiAccess=true", "--set=topology.rbac.create=false"], "topology.apiAccess"),
+    (["--set=nodesets.workers.cgroup.access=privileged"], 'nodesets.workers.cgroup.access: "privileged"'),
+    (["--set=cluster.cgroups=true"], "nodesets.workers.cgroup.access: none, but cluster.cgroups is true"),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
@@ -194,7 +222,8 @@ def _emulate(tmp_path: Path, variant: str) -> list[str]:
     return [p.name for p in plans]
 
 
-@pytest.mark.parametrize("variant", ["default", "digest", "scaled", "policy-lua", "accounting"])
+@pytest.mark.parametrize("variant", ["default", "digest", "scaled", "policy-lua", "accounting", "cgroup-v1",
+                                     "cgroup-v2"])
 def test_the_emulator_runs_the_render(tmp_path: Path, variant: str) -> None:
     names = _emulate(tmp_path, variant)
     if variant == "accounting":  # database, slurmdbd, controller first; slurmrestd after login

@@ -33,7 +33,7 @@ def test_role_packages(name: str) -> None:
     assert {"slurmdbd", "mariadb-server"} <= set(f.role_packages("accounting"))
     assert "slurmrestd" in f.role_packages("restapi")
     login = f.role_packages("login")
-    assert {"slurm-client", "openssh-server"} <= set(login)
+    assert {"slurm-client", "openssh-server", "openssh-client"} <= set(login)  # users ssh to their jobs
     assert ("sackd" in login) is f.has_sackd
     base = f.role_packages("base")
     assert {"munge", "python3", "bash", "procps", "iproute2", "slurm-client"} <= set(base)
