@@ -9,11 +9,10 @@ Ref: https://slurm.schedmd.com/slurmdbd.conf.html#OPT_StoragePass
 from __future__ import annotations
 
 import re
-import stat
 from pathlib import Path
 
 from slurmpod import well_known as wk
-from slurmpod.entrypoints.secrets import TOO_OPEN
+from slurmpod.entrypoints.secrets import secret_file_stat
 from slurmpod.errors import BadInput
 
 # Letters, digits and `. _ ~ + / -`: no space, quote, backslash, '#', '=' or '%' (what `openssl rand
@@ -25,18 +24,11 @@ FIELD = "db password secret"
 def read_password(path: Path) -> str:
     """The password in ``path``: a regular file not readable by group or others; one trailing newline is
     dropped (`--from-file` of a file written by echo)."""
+    secret_file_stat(path, FIELD)
     try:
-        st = path.stat()
         text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
-        raise BadInput.one(FIELD, str(path), "missing (is the secret mounted?)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput.one(FIELD, str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise BadInput.one(FIELD, str(path), "not a regular file")
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & TOO_OPEN:
-        raise BadInput.one(f"{FIELD} mode", f"{mode:04o}", "too open; mount the secret with defaultMode 0400")
     password = text[:-1] if text.endswith("\n") else text
     if not _PASSWORD.fullmatch(password):
         raise BadInput.one(FIELD, str(path), "must be 16-128 characters of letters, digits and . _ ~ + / -")
