@@ -82,6 +82,39 @@ DEFAULT_HOOKS = HooksSpec(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class QosSpec:
+    """One QoS the controller creates in slurmdbd at start (`sacctmgr -i`), idempotently.
+
+    Ref: https://slurm.schedmd.com/qos.html, https://slurm.schedmd.com/preempt.html (preempt/qos)
+    """
+
+    name: str
+    priority: int = 0
+    preempt: tuple[str, ...] = ()  # QoS names whose running jobs this QoS's jobs may preempt
+    preempt_mode: str | None = None  # None: the cluster's PreemptMode (REQUEUE when there is preemption)
+
+
+@dataclass(frozen=True, slots=True)
+class AccountingSpec:
+    """slurmdbd accounting (cluster.yaml `accounting`); the chart sets `enabled` from values."""
+
+    enabled: bool = False
+    qos: tuple[QosSpec, ...] = ()
+
+    @property
+    def preempt_qos(self) -> bool:
+        """preempt/qos applies when accounting is on and some QoS may preempt another."""
+        return self.enabled and any(q.preempt for q in self.qos)
+
+
+@dataclass(frozen=True, slots=True)
+class RestApiSpec:
+    """slurmrestd (cluster.yaml `restapi`): on, slurmctld and slurmdbd accept auth/jwt tokens."""
+
+    enabled: bool = False
+
+
 class TopologySource(enum.Enum):
     """Where the controller learns the worker pods' placements (cluster.yaml `topology.source`)."""
 
@@ -125,6 +158,8 @@ class ClusterSpec:
     """One of MPI_TYPES; None: pmix where the controller's Slurm has it, else none (render.slurm_conf)."""
     srun_port_range: str = wk.DEFAULT_SRUN_PORT_RANGE
     """SrunPortRange: where srun listens for slurmstepd (login pods must accept it from workers)."""
+    accounting: AccountingSpec = AccountingSpec()
+    restapi: RestApiSpec = RestApiSpec()
 
 
 _TOP_KEYS = {
@@ -143,6 +178,8 @@ _TOP_KEYS = {
     "policy",
     "mpiDefault",
     "srunPortRange",
+    "accounting",
+    "restapi",
 }
 _TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
 PROVIDERS = ("auto", *(p.value for p in Provider))
@@ -198,6 +235,11 @@ def _hooks(doc: object, p: Problems) -> HooksSpec:
         for i, item in enumerate(raw):
             p.field(f"hooks.{key}[{i}]", item, _one_of(allowed))
         lists[key] = tuple(str(item) for item in raw if item in allowed)
+    flags = lists["prologFlags"]
+    if "NoHold" in flags and ("Contain" in flags or "X11" in flags):
+        # slurmctld exits: "PrologFlags invalid combination: NoHold cannot be combined with Contain and/or X11"
+        # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_NoHold
+        p.add("hooks.prologFlags", ",".join(flags), "NoHold cannot be combined with Contain or X11")
     # A spec that turns the program off has no periodic run unless it also names an interval.
     default_interval = d.health_check_interval if paths["healthCheckProgram"] else 0
     interval = p.field("hooks.healthCheckInterval", doc.get("healthCheckInterval", default_interval) or 0,
@@ -243,6 +285,73 @@ def _topology(doc: object, p: Problems) -> TopologySpec:
         slinky_name,
         interval or 10,
     )
+
+
+_ACCOUNTING_KEYS = {"enabled", "qos"}
+_QOS_KEYS = {"name", "priority", "preempt", "preemptMode"}
+# QoS PreemptMode values sacctmgr takes (GANG is cluster-wide only). Ref: https://slurm.schedmd.com/sacctmgr.html#OPT_PreemptMode
+QOS_PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND")
+# Every Slurm database has this QoS from its start. Ref: https://slurm.schedmd.com/qos.html
+DEFAULT_QOS = "normal"
+
+
+def _flag(doc: dict[str, Any], key: str, field: str, p: Problems) -> bool:
+    value = doc.get(key, False)
+    if not isinstance(value, bool):
+        p.add(field, str(value), "must be true or false")
+        return False
+    return value
+
+
+def _mapping(doc: object, field: str, p: Problems) -> dict[str, Any] | None:
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        p.add(field, str(doc), "must be a mapping")
+        return None
+    return doc
+
+
+def _accounting(raw: object, p: Problems) -> AccountingSpec:
+    doc = _mapping(raw, "accounting", p)
+    if doc is None:
+        return AccountingSpec()
+    p.unknown_keys("accounting", doc, _ACCOUNTING_KEYS)
+    enabled = _flag(doc, "enabled", "accounting.enabled", p)
+    qos: list[QosSpec] = []
+    raw_preempts: list[tuple[str, list[Any]]] = []
+    for path, q in p.mappings("accounting.qos", doc.get("qos", [])):
+        p.unknown_keys(path, q, _QOS_KEYS)
+        name = p.field(f"{path}.name", str(q.get("name", "")), confvalues.name)
+        priority = p.field(f"{path}.priority", q.get("priority", 0), _int(0, 1_000_000))
+        preempt = q.get("preempt", [])
+        if not isinstance(preempt, list):
+            p.add(f"{path}.preempt", str(preempt), "must be a list of QoS names")
+            preempt = []
+        raw_mode = q.get("preemptMode")
+        mode = None if raw_mode is None else p.field(f"{path}.preemptMode", _preempt_text(raw_mode),
+                                                      _one_of(QOS_PREEMPT_MODES))
+        if name is not None and priority is not None:
+            qos.append(QosSpec(name, priority, tuple(str(x) for x in preempt), mode))
+            raw_preempts.append((path, preempt))
+    p.unique("accounting.qos", [q.name for q in qos])
+    known = {q.name for q in qos} | {DEFAULT_QOS}
+    for (where_q, preempt), spec_q in zip(raw_preempts, qos, strict=True):
+        for i, other in enumerate(preempt):
+            where = f"{where_q}.preempt[{i}]"
+            if p.check(isinstance(other, str) and other in known, where, str(other), "no such QoS"):
+                p.check(other != spec_q.name, where, str(other), "a QoS cannot preempt itself")
+    if qos and not enabled:
+        p.add("accounting.qos", ",".join(q.name for q in qos), "needs accounting.enabled: true")
+    return AccountingSpec(enabled, tuple(qos))
+
+
+def _restapi(raw: object, p: Problems) -> RestApiSpec:
+    doc = _mapping(raw, "restapi", p)
+    if doc is None:
+        return RestApiSpec()
+    p.unknown_keys("restapi", doc, {"enabled"})
+    return RestApiSpec(_flag(doc, "enabled", "restapi.enabled", p))
 
 
 def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
@@ -341,6 +450,8 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
 
     hooks = _hooks(doc.get("hooks"), p)
     topology = _topology(doc.get("topology"), p)
+    accounting = _accounting(doc.get("accounting"), p)
+    restapi = _restapi(doc.get("restapi"), p)
 
     p.raise_if_any()
     if (cluster_name is None or auth is None or select is None or topo is None or max_nodes is None
@@ -362,6 +473,8 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         policy,
         mpi_default,
         srun_ports,
+        accounting,
+        restapi,
     )
 
 

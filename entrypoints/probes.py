@@ -1,7 +1,8 @@
 """`slurmpod probe ready|live`: Kubernetes readiness and liveness for every role.
 
 ready: the pod does its Slurm job now. worker: its node is usable (not DOWN, DRAIN, NOT_RESPONDING,
-INVALID_REG ...); controller: slurmctld answers; login: the Slurm config is reachable.
+INVALID_REG ...); controller: slurmctld answers; login: the Slurm config is reachable; db, accounting,
+restapi: mariadbd, slurmdbd, slurmrestd accept connections on their ports.
 live: supervisord answers, and reports no long-running program broken (FATAL, BACKOFF, UNKNOWN).
 An unreachable supervisord fails liveness: kubelet then restarts the pod.
 Ref: https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,7 +41,21 @@ def role_of(env: Mapping[str, str]) -> str:
     return role or env.get(wk.ENV_POD_ROLE, "worker")
 
 
+# Roles without a Slurm node: ready when their daemon accepts connections on its port here.
+PORT_ROLES = {"db": wk.MARIADB_PORT, "accounting": wk.SLURMDBD_PORT, "restapi": wk.SLURMRESTD_PORT}
+
+
+def listening(port: int, timeout: float, host: str = "127.0.0.1") -> Verdict:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return Verdict(True, f"port {port} accepts connections")
+    except OSError as exc:
+        return Verdict(False, f"port {port}: {exc.strerror or exc}")
+
+
 def ready(client: SlurmClient, role: str, name: str, timeout: float) -> Verdict:
+    if role in PORT_ROLES:
+        return listening(PORT_ROLES[role], timeout)
     try:
         if role == "controller":
             return Verdict(client.ping(timeout=timeout), "slurmctld ping")

@@ -15,13 +15,17 @@ from slurmpod import well_known as wk
 from slurmpod.entrypoints.render import Program
 
 MUNGE_WAIT_SECONDS = 30
+SLURMDBD_WAIT_SECONDS = 180  # the db pod initialising an empty volume, then slurmdbd making its tables
+CONF_WAIT_SECONDS = 60
 HOST_KEY = wk.SSH_HOST_KEY
 
 
 def _script(name: str, body: Sequence[str], *, prefix: bool = True) -> str:
     head = ["#!/bin/bash", f"# {name}: run script rendered by slurmpod; supervisord restarts it on exit."]
     if prefix:
-        head.append(f"exec > >(exec sed -u 's/^/[{name}] /') 2>&1")
+        # Line-buffered output, block reads: `sed -u` would read() one byte at a time (about 100 syscalls
+        # per log line, on the cores the daemons share). stdbuf is coreutils'.
+        head.append(f"exec > >(exec stdbuf -oL sed 's/^/[{name}] /') 2>&1")
     return "\n".join([*head, *body]) + "\n"
 
 
@@ -65,10 +69,77 @@ def _after_auth(auth: str) -> list[str]:
     return _wait_socket(wk.MUNGE_SOCKET, MUNGE_WAIT_SECONDS) if auth == "munge" else []
 
 
-def slurmctld(auth: str) -> Program:
-    # -D: foreground, logs to stderr. Ref: https://slurm.schedmd.com/slurmctld.html
-    body = [*_after_auth(auth), _cmd(["/usr/sbin/slurmctld", "-D"])]
+def _wait_port(host: str, port: int, seconds: int, then: str) -> list[str]:
+    """Poll a TCP port (bash's /dev/tcp) once a second, at most ``seconds``; ``then`` runs either way."""
+    q = shlex.quote(f"/dev/tcp/{host}/{port}")
+    return [
+        f"for _ in $(seq {seconds}); do (exec 3<>{q}) 2>/dev/null && break; sleep 1; done",
+        then,
+    ]
+
+
+def slurmctld(auth: str, accounting_host: str | None = None) -> Program:
+    """-D: foreground, logs to stderr. Ref: https://slurm.schedmd.com/slurmctld.html
+
+    With accounting, slurmctld's first start needs slurmdbd (without its TRES and no state saved yet it
+    exits), so the script waits for slurmdbd's port first, bounded; supervisord restarts a slurmctld that
+    exits anyway."""
+    body = [*_after_auth(auth)]
+    if accounting_host:
+        body += _wait_port(accounting_host, wk.SLURMDBD_PORT, SLURMDBD_WAIT_SECONDS,
+                           f'echo "slurmdbd {accounting_host}:{wk.SLURMDBD_PORT} reachable (or waited '
+                           f'{SLURMDBD_WAIT_SECONDS} s)"')
+    body.append(_cmd(["/usr/sbin/slurmctld", "-D"]))
     return Program("slurmctld", _script("slurmctld", body), priority=20)
+
+
+def slurmdbd(auth: str) -> Program:
+    """As SlurmUser, which alone may read slurmdbd.conf (mode 0600). -D: foreground.
+    Ref: https://slurm.schedmd.com/slurmdbd.html"""
+    body = [*_after_auth(auth), _cmd(["/usr/sbin/slurmdbd", "-D"])]
+    return Program("slurmdbd", _script("slurmdbd", body), priority=20, user="slurm")
+
+
+def mariadbd() -> Program:
+    """MariaDB as its own user; an empty volume is initialised first (no test database, root only through
+    the local socket), and the init file makes StorageUser and its database at every start.
+    Ref: https://mariadb.com/kb/en/mariadb-install-db/ Ref: https://mariadb.com/kb/en/mariadbd-options/"""
+    data = shlex.quote(wk.MARIADB_DATA_DIR)
+    body = [
+        f"if [ ! -d {data}/mysql ]; then",
+        f"  mariadb-install-db --datadir={data} --skip-test-db --auth-root-authentication-method=socket "
+        "> /dev/null || exit 1",
+        "fi",
+        _cmd(["/usr/sbin/mariadbd", f"--datadir={wk.MARIADB_DATA_DIR}", "--bind-address=0.0.0.0",
+              f"--port={wk.MARIADB_PORT}", f"--socket={wk.MARIADB_RUN_DIR}/mysqld.sock",
+              f"--init-file={wk.DB_INIT_FILE}", "--skip-name-resolve",
+              # small and fast to start: slurmdbd's tables are small (Ref: slurm accounting.html#database-configuration)
+              "--innodb-buffer-pool-size=128M", "--innodb-log-file-size=64M", "--innodb-lock-wait-timeout=900"]),
+    ]
+    return Program("mariadbd", _script("mariadbd", body), priority=20, user="mysql")
+
+
+def slurmrestd(auth: str) -> Program:
+    """slurmrestd on all addresses, JWT auth only, as its own user (it refuses root and SlurmUser).
+    It reads the slurm.conf sackd fetched (configless), so it waits for that first.
+    Ref: https://slurm.schedmd.com/slurmrestd.html Ref: https://slurm.schedmd.com/rest.html"""
+    conf = f"{wk.SLURM_RUN_DIR}/conf/slurm.conf"
+    q = shlex.quote(conf)
+    body = [
+        *_after_auth(auth),
+        f"for _ in $(seq {CONF_WAIT_SECONDS * 10}); do [ -s {q} ] && break; sleep 0.1; done",
+        f'[ -s {q} ] || {{ echo "{conf} not fetched by sackd after {CONF_WAIT_SECONDS} s"; exit 1; }}',
+        f"export SLURM_CONF={q}",
+        # slurmrestd unshares its file table and System V IPC namespace before serving, which a container
+        # without CAP_SYS_ADMIN may not ("Unable to unshare ...: Operation not permitted"). The pod is its own
+        # IPC and mount namespace already. Ref: https://slurm.schedmd.com/slurmrestd.html#OPT_SLURMRESTD_SECURITY
+        "export SLURMRESTD_SECURITY=disable_unshare_sysv,disable_unshare_files",
+        # Tokens pass through to slurmctld/slurmdbd as auth/jwt, not the cluster's AuthType (without it,
+        # auth/munge refuses them: "Rejecting thread config token"). Ref: https://slurm.schedmd.com/jwt.html
+        "export SLURM_JWT=daemon",
+        _cmd(["/usr/sbin/slurmrestd", "-a", "rest_auth/jwt", f"0.0.0.0:{wk.SLURMRESTD_PORT}"]),
+    ]
+    return Program("slurmrestd", _script("slurmrestd", body), priority=30, user=wk.SLURMRESTD_USER)
 
 
 def slurmd(auth: str, controller: str, conf: str, extra: str | None = None) -> Program:

@@ -85,9 +85,27 @@ def mpi_default(spec: ClusterSpec, mpi_plugins: frozenset[str]) -> str:
     return spec.mpi_default
 
 
-def slurm_conf(spec: ClusterSpec, controller: str, mpi_plugins: frozenset[str] = frozenset()) -> str:
-    """``mpi_plugins``: the MPI plugin types this image's Slurm has (``slurm_version.mpi_plugins``)."""
-    preempt = any(p.preempt_mode != "OFF" for p in spec.partitions)
+def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
+    """The hooks' PrologFlags, plus Contain when jobs run in cgroups: pam_slurm_adopt (in every worker's
+    sshd) adopts an ssh session into the job's extern step, which only Contain creates. slurmctld refuses
+    NoHold beside Contain ("NoHold cannot be combined with Contain and/or X11"), so NoHold goes: srun then
+    waits for the prolog to finish, as it did before NoHold.
+    Ref: https://slurm.schedmd.com/pam_slurm_adopt.html#SLURM_CONFIG
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Contain
+    """
+    flags = spec.hooks.prolog_flags
+    if not spec.cgroups or "Contain" in flags:
+        return flags
+    return (*(f for f in flags if f != "NoHold"), "Contain")
+
+
+def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None,
+               mpi_plugins: frozenset[str] = frozenset()) -> str:
+    """``accounting_host``: slurmdbd's host, required when the spec enables accounting. ``mpi_plugins``: the MPI
+    plugin types this image's Slurm has (``slurm_version.mpi_plugins``)."""
+    if spec.accounting.enabled and not accounting_host:
+        raise ValueError("accounting enabled without a slurmdbd host")
+    preempt = spec.accounting.preempt_qos or any(p.preempt_mode != "OFF" for p in spec.partitions)
     sched, extra = scheduler_parameters(spec)
     return (
         _env()
@@ -96,12 +114,36 @@ def slurm_conf(spec: ClusterSpec, controller: str, mpi_plugins: frozenset[str] =
             spec=spec,
             controller=controller,
             preempt=preempt,
+            prolog_flags=prolog_flags(spec),
             scheduler_parameters=sched,
             extra_lines=extra,
             version=__version__,
             state_save_location=wk.STATE_SAVE_LOCATION,
             mpi_default=mpi_default(spec, mpi_plugins),
+            accounting_host=accounting_host or "",
+            accounting_port=wk.SLURMDBD_PORT,
+            jwt_key=wk.JWT_KEY,
         )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmdbdConf:
+    """What slurmdbd.conf is rendered from; every value checked by the caller (confvalues)."""
+
+    auth: str  # munge | slurm
+    dbd_host: str  # this pod's name
+    storage_host: str  # the db pod
+    storage_pass: str  # from the mounted Secret file, never from values
+    jwt: bool  # AuthAltTypes=auth/jwt with the mounted key
+
+
+def slurmdbd_conf(c: SlurmdbdConf) -> str:
+    return (
+        _env()
+        .get_template("slurmdbd.conf.j2")
+        .render(c=c, version=__version__, port=wk.SLURMDBD_PORT, db_port=wk.MARIADB_PORT, user=wk.DB_USER,
+                db=wk.DB_NAME, run_dir=wk.SLURMDBD_RUN_DIR, jwt_key=wk.JWT_KEY)
     )
 
 

@@ -26,8 +26,8 @@ class Key:
     source: str
 
 
-def read_key(path: Path, field: str) -> Key:
-    """Read a key from a secret volume; BadInput names the file and what is wrong with it."""
+def secret_file_stat(path: Path, field: str) -> os.stat_result:
+    """The stat of a mounted secret file: present, a regular file, not readable by group or others."""
     try:
         st = path.stat()  # follows kubelet's ..data symlinks
     except FileNotFoundError:
@@ -39,6 +39,12 @@ def read_key(path: Path, field: str) -> Key:
     mode = stat.S_IMODE(st.st_mode)
     if mode & TOO_OPEN:
         raise BadInput.one(f"{field} mode", f"{mode:04o}", "too open; mount the secret with defaultMode 0400")
+    return st
+
+
+def read_key(path: Path, field: str) -> Key:
+    """Read a key from a secret volume; BadInput names the file and what is wrong with it."""
+    st = secret_file_stat(path, field)
     if st.st_size < MIN_KEY_BYTES:
         what = "empty" if st.st_size == 0 else f"{st.st_size} bytes, at least {MIN_KEY_BYTES} needed"
         raise BadInput.one(field, str(path), f"key is {what}")

@@ -42,6 +42,8 @@ class OutFile:
     path: str
     content: str
     mode: int = 0o644
+    uid: int = 0
+    gid: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,8 @@ class Settings:
     run_dir: Path
     hw_root: Path
     ssh_host_key: Path
+    db_password: Path = Path(wk.DB_PASSWORD_SECRET)
+    jwt_key: Path = Path(wk.JWT_KEY_SECRET)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -97,6 +101,8 @@ class Settings:
             hw_root=Path(env.get("SLURMPOD_HW_ROOT", "/")),
             ssh_host_key=Path(env.get("SLURMPOD_SSH_HOST_KEY_FILE",
                                       f"{wk.SSH_HOST_KEY_SECRET_DIR}/{wk.SSH_HOST_KEY_FILE}")),
+            db_password=Path(env.get("SLURMPOD_DB_PASSWORD_FILE", wk.DB_PASSWORD_SECRET)),
+            jwt_key=Path(env.get("SLURMPOD_JWT_KEY_FILE", wk.JWT_KEY_SECRET)),
         )
 
 
@@ -172,10 +178,32 @@ def common_without_keys(pod: podinfo.PodInfo) -> _Common:
     return _Common(pod, wk.AUTH_MUNGE, (), (), ())
 
 
+def _host_env(env: Mapping[str, str], name: str, why: str) -> str:
+    value = env.get(name)
+    if not value:
+        raise BadInput.one(name, "", f"must be set: {why}")
+    return confvalues.host(name, value)
+
+
+def accounting_host(env: Mapping[str, str], spec: cluster_spec.ClusterSpec) -> str | None:
+    """slurmdbd's host (the chart: <release>-accounting-0) when the spec enables accounting."""
+    if not spec.accounting.enabled:
+        return None
+    return _host_env(env, wk.ENV_ACCOUNTING_HOST, "the cluster spec enables accounting")
+
+
+def jwt_key(settings: Settings, needed: bool) -> tuple[KeyInstall, ...]:
+    """The auth/jwt key from its Secret, for slurmctld and slurmdbd (SlurmUser, 0400): required when
+    ``needed``, else installed only when mounted (an optional Secret mounts as an empty directory)."""
+    if not needed and not settings.jwt_key.exists():
+        return ()
+    return (KeyInstall(secrets.read_key(settings.jwt_key, "jwt key secret"), wk.JWT_KEY, "slurm"),)
+
+
 def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec, extra_files: tuple[OutFile, ...] = (),
-                    mpi_plugins: frozenset[str] = frozenset()) -> _RolePlan:
+                    accounting: str | None = None, mpi_plugins: frozenset[str] = frozenset()) -> _RolePlan:
     """``mpi_plugins``: the image's MPI plugin types (MpiDefault follows them unless the spec names one)."""
-    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name, mpi_plugins)), *extra_files,
+    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name, accounting, mpi_plugins)), *extra_files,
              # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
              # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
              OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n"),
@@ -193,12 +221,16 @@ def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec, extra_files: tup
         # the runtime directories". Ref: https://slurm.schedmd.com/authentication.html#single_key_setup
         dirs.append(OutDir(wk.SLURMCTLD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
     progs = [
-        programs.slurmctld(c.auth),
+        programs.slurmctld(c.auth, accounting),
         programs.slurmpod_task(
             "node-reaper", ["daemon", "node-reaper", "--node-timeout", str(spec.node_timeout_seconds)],
             restart="true",
         ),
     ]
+    if spec.accounting.enabled:
+        # Registers the cluster and makes the spec's QoS in slurmdbd, once it answers.
+        progs.append(programs.slurmpod_task("accounting-setup", ["daemon", "accounting-setup"],
+                                            restart="unexpected"))
     if spec.topology_plugin != "none":
         # Re-renders the topology as worker pods come and go; reconfigures only on a change.
         progs.append(programs.slurmpod_task("topology-sync", ["daemon", "topology-sync"], restart="true"))
@@ -275,17 +307,52 @@ def login_plan(c: _Common, settings: Settings) -> tuple[_RolePlan, tuple[KeyInst
     return part, keys
 
 
+def db_plan(settings: Settings) -> _RolePlan:
+    """MariaDB for slurmdbd: its data on the pod's volume, StorageUser made by the init file."""
+    from slurmpod.entrypoints import accounting  # noqa: PLC0415 - the accounting roles' alone
+
+    sql = accounting.init_sql(accounting.read_password(settings.db_password))
+    dirs = (OutDir(wk.MARIADB_DATA_DIR, wk.MYSQL_UID, wk.MYSQL_UID, 0o700),
+            OutDir(wk.MARIADB_RUN_DIR, wk.MYSQL_UID, wk.MYSQL_UID, 0o755),
+            OutDir(str(Path(wk.DB_INIT_FILE).parent), wk.MYSQL_UID, wk.MYSQL_UID, 0o700))
+    files = (OutFile(wk.DB_INIT_FILE, sql, 0o600, wk.MYSQL_UID, wk.MYSQL_UID),)
+    return _RolePlan(None, files, dirs, (programs.mariadbd(),))
+
+
+def accounting_plan(c: _Common, env: Mapping[str, str], settings: Settings) -> tuple[_RolePlan, tuple[KeyInstall, ...]]:
+    """slurmdbd: slurmdbd.conf (SlurmUser, 0600: it holds StoragePass) from the pod and its Secrets."""
+    from slurmpod.entrypoints import accounting  # noqa: PLC0415 - the accounting roles' alone
+
+    keys = jwt_key(settings, needed=False)
+    conf = render.SlurmdbdConf(
+        auth=c.auth,
+        dbd_host=confvalues.host(wk.ENV_POD_NAME, c.pod.name),
+        storage_host=_host_env(env, wk.ENV_DB_HOST, "slurmdbd's StorageHost (the db pod)"),
+        storage_pass=accounting.read_password(settings.db_password),
+        jwt=bool(keys),
+    )
+    files = (OutFile(wk.SLURMDBD_CONF, render.slurmdbd_conf(conf), 0o600, wk.SLURM_UID, wk.SLURM_UID),)
+    dirs = (OutDir(wk.SLURMDBD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755),)
+    return _RolePlan(None, files, dirs, (programs.slurmdbd(c.auth),)), keys
+
+
+def restapi_plan(c: _Common) -> _RolePlan:
+    """sackd (configless slurm.conf for slurmrestd, SACK with auth/slurm) and slurmrestd."""
+    dirs = (OutDir(wk.SLURM_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755),)
+    return _RolePlan(None, (), dirs, (programs.sackd(c.auth, c.pod.controller), programs.slurmrestd(c.auth)))
+
+
 def plan(role: str, env: Mapping[str, str], settings: Settings,
          operator: slinky.SlurmdArgs | None = None) -> StartPlan:
     """Read and validate every input and render every file, in memory.
 
     ``operator``: a worker started by Slinky's operator (``env`` completed by ``slinky.pod_env``)."""
-    if role not in wk.ROLES:
-        raise BadInput.one("ROLE", role, f"unknown role; expected one of {', '.join(wk.ROLES)}")
+    if role not in wk.POD_ROLES:
+        raise BadInput.one("ROLE", role, f"unknown role; expected one of {', '.join(wk.POD_ROLES)}")
     if operator is not None and role != "worker":
         raise BadInput.one("ROLE", role, "slurmd args are for the worker role only")
     run_dir = confvalues.path(wk.ENV_RUN_DIR, str(settings.run_dir))  # written into supervisord.conf
-    pod = podinfo.load(env, settings.podinfo_dir, require_controller=role != "controller",
+    pod = podinfo.load(env, settings.podinfo_dir, require_controller=role in ("worker", "login", "restapi"),
                        optional_dir=operator is not None)
     if operator is not None:
         pod = slinky.with_topology(pod, operator)
@@ -294,10 +361,22 @@ def plan(role: str, env: Mapping[str, str], settings: Settings,
         from slurmpod.entrypoints import cluster_spec  # noqa: PLC0415
 
         spec = cluster_spec.load(settings.cluster_spec)
-    common = _common(settings, pod, _auth(env, spec))
+    if role == "db":  # no Slurm daemon: no auth key, no munged
+        common = _Common(pod, wk.AUTH_MUNGE, (), (OutDir(str(settings.run_dir / "bin"), 0, 0, 0o755),), ())
+    else:
+        common = _common(settings, pod, _auth(env, spec))
     keys = common.keys
     if spec is not None:
-        part = controller_plan(common, spec, topology_files(spec, env), slurm_version.mpi_plugins(settings.hw_root))
+        part = controller_plan(common, spec, topology_files(spec, env), accounting_host(env, spec),
+                               slurm_version.mpi_plugins(settings.hw_root))
+        keys += jwt_key(settings, needed=spec.restapi.enabled)
+    elif role == "db":
+        part = db_plan(settings)
+    elif role == "accounting":
+        part, jwt = accounting_plan(common, env, settings)
+        keys += jwt
+    elif role == "restapi":
+        part = restapi_plan(common)
     elif role == "worker":
         part = worker_plan(common, env, settings, operator)
     else:
@@ -309,10 +388,16 @@ def plan(role: str, env: Mapping[str, str], settings: Settings,
     return StartPlan(role, pod, part.node, part.files, (*common.dirs, *part.dirs), keys, progs, conf)
 
 
-def _write(path: Path, content: str, mode: int) -> None:
+def _write(path: Path, content: str, mode: int, uid: int = 0, gid: int = 0) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(content, encoding="utf-8")
+    tmp.unlink(missing_ok=True)
+    # Created owner-only: a file that holds a password is never readable by others, not even briefly.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(content)
+    if (uid, gid) != (0, 0):
+        os.chown(tmp, uid, gid)
     tmp.chmod(mode)
     os.replace(tmp, path)
 
@@ -331,7 +416,7 @@ def apply(p: StartPlan, settings: Settings) -> Path:
         user = pwd.getpwnam(k.user)
         secrets.install(k.key, Path(k.dest), user.pw_uid, user.pw_gid)
     for f in p.files:
-        _write(Path(f.path), f.content, f.mode)
+        _write(Path(f.path), f.content, f.mode, f.uid, f.gid)
     for prog in p.programs:
         _write(settings.run_dir / "bin" / prog.name, prog.script, 0o755)
     conf = settings.run_dir / wk.SUPERVISORD_CONF

@@ -164,6 +164,11 @@ def build_args(settings: BuildSettings, name: str, rootfs_ref: str) -> dict[str,
             args["MPI_BUILD_PACKAGES"] = " ".join(MPI_BUILD_PACKAGES)
     if name == "controller":
         args["BUILD_PACKAGES"] = " ".join(PLUGIN_BUILD_PACKAGES)
+    if name == "accounting":
+        args["MYSQL_UID"] = str(well_known.MYSQL_UID)
+    if name == "restapi":
+        args["SLURMRESTD_USER"] = well_known.SLURMRESTD_USER
+        args["SLURMRESTD_UID"] = str(well_known.SLURMRESTD_UID)
     return args
 
 

@@ -13,7 +13,7 @@ from slurmpod import well_known
 from slurmpod.errors import BadInput
 
 BASE = "base"
-ROLES: tuple[str, ...] = well_known.ROLES  # controller, worker, login
+ROLES: tuple[str, ...] = well_known.IMAGE_ROLES  # controller, worker, login, accounting, restapi
 ALL_IMAGES: tuple[str, ...] = (BASE, *ROLES)
 
 # debootstrap scripts live here; bookworm's debootstrap has no `forky` script, and Debian's
@@ -55,6 +55,9 @@ MPI_PACKAGES: tuple[str, ...] = ("libopenmpi40", "openmpi-bin")
 MPI_STUBS: tuple[str, ...] = ("libamdhip64-5", "libhsa-runtime64-1")
 # What the worker build installs to compile slurmpod-mpi-hello and removes in the same layer.
 MPI_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libopenmpi-dev")
+# auth/jwt (auth_jwt.so, with libjwt): Debian ships it apart from slurm-wlm-basic-plugins.
+# Ref: https://slurm.schedmd.com/jwt.html
+JWT_PLUGIN_PACKAGE = "slurm-wlm-jwt-plugin"
 
 # Third-party Python wheels installed into the venv of the base image (from the host wheelhouse).
 PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py")
@@ -102,13 +105,25 @@ class Flavor:
         return f"{DEBOOTSTRAP_SCRIPTS}/{self.debootstrap_script}"
 
     def role_packages(self, role: str) -> tuple[str, ...]:
-        """apt packages a role image adds on top of the base image."""
+        """apt packages a role image adds on top of the base image.
+
+        JWT_PLUGIN_PACKAGE is in every role that reads slurm.conf: with the chart's restapi on, slurm.conf
+        says AuthAltTypes=auth/jwt, and slurmctld, slurmd, slurmdbd and every client command then load it.
+        """
         if role == "controller":
-            return ("slurmctld",)
+            return ("slurmctld", JWT_PLUGIN_PACKAGE)
         if role == "worker":
-            return ("slurmd", "openssh-server", "libpam-slurm-adopt", NVML_PLUGIN_PACKAGE)
+            return ("slurmd", "openssh-server", "libpam-slurm-adopt", NVML_PLUGIN_PACKAGE, JWT_PLUGIN_PACKAGE)
         if role == "login":
-            return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server")
+            # openssh-client: users ssh from here into their allocations (pam_slurm_adopt on the workers);
+            # forky's openssh-server no longer pulls it in.
+            return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server", "openssh-client",
+                    JWT_PLUGIN_PACKAGE)
+        if role == "accounting":
+            # slurmdbd, and MariaDB for the db pod (mariadb-client: mariadb-install-db's helpers, mariadb-admin).
+            return ("slurmdbd", "mariadb-server", "mariadb-client", JWT_PLUGIN_PACKAGE)
+        if role == "restapi":
+            return ("slurmrestd", *(("sackd",) if self.has_sackd else ()), JWT_PLUGIN_PACKAGE)
         if role == BASE:
             return BASE_PACKAGES
         raise BadInput.one("role", role, f"expected one of {', '.join(ALL_IMAGES)}")

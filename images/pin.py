@@ -1,10 +1,11 @@
 """`slurmpod images pin --values FILE`: write the digests of the built images into a Helm values file.
 
 Works on deploy/helm/slurmpod's values and on Slinky's `slurm` chart values: both put an image object
-`{repository, tag, digest}` at controller.slurmctld.image, nodesets.<name>.slurmd.image and
-loginsets.<name>.login.image, and render `repository@digest` when digest is set. Only the `digest`
-scalars change (or a `digest:` line is added under `tag:`); comments, order and every other byte stay,
-because the edit is made on the text at the positions PyYAML's composer reports.
+`{repository, tag, digest}` at controller.slurmctld.image, nodesets.<name>.slurmd.image,
+loginsets.<name>.login.image, accounting.slurmdbd.image and restapi.slurmrestd.image (ours also has
+accounting.db.image: the db pod runs the accounting image), and render `repository@digest` when digest
+is set. Only the `digest` scalars change (or a `digest:` line is added under `tag:`); comments, order and
+every other byte stay, because the edit is made on the text at the positions PyYAML's composer reports.
 
 The digest pinned is the image's RepoDigest for the file's `repository` (Docker records one after a
 `docker push` to it): the manifest digest a kubelet resolves `repository@digest` against. A locally built
@@ -34,7 +35,8 @@ from slurmpod_host.images.engine import Engine
 
 # Where both charts keep each role's image object; `*` is any nodeset or loginset name.
 ROLE_PATHS = (("controller.slurmctld.image", "controller"), ("nodesets.*.slurmd.image", "worker"),
-              ("loginsets.*.login.image", "login"))
+              ("loginsets.*.login.image", "login"), ("accounting.slurmdbd.image", "accounting"),
+              ("accounting.db.image", "accounting"), ("restapi.slurmrestd.image", "restapi"))
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 

@@ -124,8 +124,9 @@ class PluginRuntime:
                     self._loaded = _load(self.path, key)
         return self._loaded
 
-    def decide(self, desc: Desc) -> tuple[Decision, JobRequest | None]:
-        loaded = self.current()
+    def decide(self, desc: Desc, loaded: Loaded | None = None) -> tuple[Decision, JobRequest | None]:
+        """The decision for one job_desc, under ``loaded`` (the policy as it is now, when not given)."""
+        loaded = loaded or self.current()
         try:
             uid, gid = int(desc.get("user_id") or 0), int(desc.get("group_id") or 0)
             user, groups = self.identity(uid, gid)

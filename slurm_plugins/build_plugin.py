@@ -10,12 +10,17 @@ baked in so the plugin finds slurmpod). Needs cffi, setuptools, python3-dev and 
 - init() dlopen()s libpython with RTLD_NOW|RTLD_NOLOAD|RTLD_GLOBAL before any Python runs (without it
   _cffi_backend fails with "undefined symbol PyExc_SystemError"), then starts Python, which loads and
   validates the policy; init() never fails, so a bad policy cannot stop slurmctld (jobs are rejected);
-- job_submit() and job_modify() copy job_desc into a plain struct, call Python (cffi takes the GIL per
-  call; C-side state is written once in init()), and write back only the fields the Decision sets, with
-  Slurm's allocator (slurm_xstrdup / slurm_xfree from libslurmfull); a rejection's message goes to
-  *err_msg, which sbatch prints;
-- times every call with clock_gettime(CLOCK_MONOTONIC) into a histogram of 1 us buckets and writes it
-  as JSON (`slurm_plugins/stats.py` reads it) to $SLURMPOD_PLUGIN_STATS at most once a second and at fini().
+- job_submit() and job_modify() copy job_desc into a plain struct and decide it in C when they can: Python
+  compiles the loaded policy into a table (`fastpath`, `fast_c`), recompiled when a stat() of the policy
+  file (one per call, about a microsecond, so an edit takes effect on the next submission) shows it
+  changed. Whatever the table cannot answer exactly as Python would (site rules, access by group,
+  multi-node placement, odd strings) goes to Python (cffi takes the GIL per call). Either way they write
+  back only the fields the Decision sets, with Slurm's allocator (slurm_xstrdup / slurm_xfree from
+  libslurmfull); a rejection's message goes to *err_msg, which sbatch prints; the decision's log line goes
+  to slurmctld's log through slurm_log_var;
+- times every call with clock_gettime(CLOCK_MONOTONIC) into a histogram of 1 us buckets, counts the
+  calls decided in C, and writes it as JSON (`slurm_plugins/stats.py` reads it) to $SLURMPOD_PLUGIN_STATS
+  at most once a second and at fini().
 Ref: https://slurm.schedmd.com/job_submit_plugins.html, https://cffi.readthedocs.io/en/stable/embedding.html
 """
 
@@ -27,6 +32,7 @@ import sysconfig
 from pathlib import Path
 
 from slurmpod import well_known as wk
+from slurmpod.slurm_plugins import bridge, fast_c
 
 MODULE = "_slurmpod_job_submit"
 
@@ -53,6 +59,7 @@ typedef struct {
 EMBEDDING_API = r"""
 int slurmpod_py_start(const char *policy_path, char *err, size_t errlen);
 int slurmpod_py_decide(const slurmpod_req_t *req, slurmpod_out_t *out);
+int slurmpod_py_compile(slurmpod_fast_t *fast);
 """
 
 C_SHIM = r"""
@@ -62,6 +69,8 @@ C_SHIM = r"""
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +78,7 @@ C_SHIM = r"""
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
@@ -88,9 +98,10 @@ const char plugin_type[] = "job_submit/slurmpod";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 STRUCTS_HERE
-
+FAST_HERE
 int slurmpod_py_start(const char *policy_path, char *err, size_t errlen);
 int slurmpod_py_decide(const slurmpod_req_t *req, slurmpod_out_t *out);
+int slurmpod_py_compile(slurmpod_fast_t *fast);
 
 #define SP_OK 0x51504F4B
 #define SP_SET_PARTITION (1u << 0)
@@ -113,7 +124,15 @@ static char sp_policy_path[4096];
 static char sp_stats_path[4096];
 /* Call timing: atomics only. */
 static uint64_t sp_hist[SP_BUCKETS];
-static uint64_t sp_calls, sp_sum_ns, sp_max_ns, sp_last_write_ns, sp_failures;
+static uint64_t sp_calls, sp_sum_ns, sp_max_ns, sp_last_write_ns, sp_failures, sp_fast_calls;
+/* The compiled policy: read under the read lock, swapped under the write lock; one compile at a time. */
+static slurmpod_fast_t *sp_fast;
+static pthread_rwlock_t sp_fast_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t sp_compile_lock = PTHREAD_MUTEX_INITIALIZER;
+/* uid -> user name, as Python's identity cache (bridge.system_identity, SP_IDENTITY_TTL_S). */
+#define SP_UID_SLOTS 64
+static struct { uint32_t uid, used; uint64_t at_ns; char name[64]; } sp_uids[SP_UID_SLOTS];
+static pthread_mutex_t sp_uid_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t sp_now_ns(void)
 {
@@ -133,9 +152,10 @@ static void sp_write_stats(void)
     snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", sp_stats_path, (long) getpid());
     if (!(fp = fopen(tmp, "w")))
         return;
-    fprintf(fp, "{\"calls\": %" PRIu64 ", \"failures\": %" PRIu64 ", \"sum_ns\": %" PRIu64
+    fprintf(fp, "{\"calls\": %" PRIu64 ", \"fast\": %" PRIu64 ", \"failures\": %" PRIu64 ", \"sum_ns\": %" PRIu64
         ", \"max_ns\": %" PRIu64 ", \"bucket_us\": 1, \"buckets\": {",
-        __atomic_load_n(&sp_calls, __ATOMIC_RELAXED), __atomic_load_n(&sp_failures, __ATOMIC_RELAXED),
+        __atomic_load_n(&sp_calls, __ATOMIC_RELAXED), __atomic_load_n(&sp_fast_calls, __ATOMIC_RELAXED),
+        __atomic_load_n(&sp_failures, __ATOMIC_RELAXED),
         __atomic_load_n(&sp_sum_ns, __ATOMIC_RELAXED), __atomic_load_n(&sp_max_ns, __ATOMIC_RELAXED));
     const char *sep = "";
     for (i = 0; i < SP_BUCKETS; i++) {
@@ -170,6 +190,119 @@ static void sp_record(uint64_t started)
         sp_write_stats();
 }
 
+/* The policy file's identity as Python's bridge.Loaded.key has it: (st_ino, st_mtime_ns, st_size). */
+static int sp_policy_key(int64_t key[3])
+{
+    struct stat st;
+
+    if (stat(sp_policy_path, &st) != 0)
+        return 0;
+    key[0] = (int64_t) st.st_ino;
+    key[1] = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    key[2] = (int64_t) st.st_size;
+    return 1;
+}
+
+static int sp_fast_is(const slurmpod_fast_t *t, const int64_t key[3])
+{
+    return t && t->key_ino == key[0] && t->key_mtime_ns == key[1] && t->key_size == key[2];
+}
+
+/* Have Python compile the policy it has loaded now (it re-reads a changed file first) and swap it in. */
+static void sp_recompile(const int64_t key[3])
+{
+    slurmpod_fast_t *fresh, *old;
+    int current;
+
+    pthread_mutex_lock(&sp_compile_lock);
+    pthread_rwlock_rdlock(&sp_fast_lock);
+    current = key && sp_fast_is(sp_fast, key);
+    pthread_rwlock_unlock(&sp_fast_lock);
+    if (!current && (fresh = calloc(1, sizeof(*fresh)))) {
+        if (slurmpod_py_compile(fresh) == SP_OK) {
+            if (fresh->ok)
+                slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: policy compiled, its built-in rules run in C");
+            else
+                slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: every job is decided in Python: %s", fresh->why);
+            pthread_rwlock_wrlock(&sp_fast_lock);
+            old = sp_fast;
+            sp_fast = fresh;
+            pthread_rwlock_unlock(&sp_fast_lock);
+            free(old);
+        } else {
+            free(fresh);
+        }
+    }
+    pthread_mutex_unlock(&sp_compile_lock);
+}
+
+static void sp_fast_drop(void)
+{
+    slurmpod_fast_t *old;
+
+    pthread_rwlock_wrlock(&sp_fast_lock);
+    old = sp_fast;
+    sp_fast = NULL;
+    pthread_rwlock_unlock(&sp_fast_lock);
+    free(old);
+}
+
+/* The user's name, or the uid in decimal when NSS has none (bridge.system_identity); 0: ask Python. */
+static int sp_user_name(uint32_t uid, char *name, size_t len)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    uint64_t now = sp_now_ns();
+    int hit, rc;
+
+    pthread_mutex_lock(&sp_uid_lock);
+    hit = sp_uids[uid % SP_UID_SLOTS].used && sp_uids[uid % SP_UID_SLOTS].uid == uid &&
+          now - sp_uids[uid % SP_UID_SLOTS].at_ns < SP_IDENTITY_TTL_S * 1000000000ull;
+    if (hit)
+        snprintf(name, len, "%s", sp_uids[uid % SP_UID_SLOTS].name);
+    pthread_mutex_unlock(&sp_uid_lock);
+    if (hit)
+        return 1;
+    rc = getpwuid_r(uid, &pw, buf, sizeof(buf), &found);
+    if (rc == 0 && found && found->pw_name[0] && strlen(found->pw_name) < len &&
+        strlen(found->pw_name) < sizeof(sp_uids[0].name))
+        snprintf(name, len, "%s", found->pw_name);
+    else if (rc == 0 && !found)
+        snprintf(name, len, "%u", uid);
+    else
+        return 0;
+    pthread_mutex_lock(&sp_uid_lock);
+    sp_uids[uid % SP_UID_SLOTS].uid = uid;
+    sp_uids[uid % SP_UID_SLOTS].used = 1;
+    sp_uids[uid % SP_UID_SLOTS].at_ns = now;
+    snprintf(sp_uids[uid % SP_UID_SLOTS].name, sizeof(sp_uids[0].name), "%s", name);
+    pthread_mutex_unlock(&sp_uid_lock);
+    return 1;
+}
+
+/* 1: decided in C from the compiled policy (fresh for the file as it is now); 0: ask Python. */
+static int sp_fast_try(const slurmpod_req_t *req, slurmpod_out_t *out)
+{
+    int64_t key[3];
+    char user[64];
+    int fresh, done = 0;
+
+    if (!sp_policy_key(key))
+        return 0; /* unreadable: Python says why */
+    pthread_rwlock_rdlock(&sp_fast_lock);
+    fresh = sp_fast_is(sp_fast, key);
+    pthread_rwlock_unlock(&sp_fast_lock);
+    if (!fresh)
+        sp_recompile(key);
+    if (!sp_user_name(req->user_id, user, sizeof(user)))
+        return 0;
+    pthread_rwlock_rdlock(&sp_fast_lock);
+    if (sp_fast_is(sp_fast, key) && sp_fast->ok)
+        done = slurmpod_fast_decide(sp_fast, req, user, out);
+    pthread_rwlock_unlock(&sp_fast_lock);
+    return done;
+}
+
 extern int init(void)
 {
     char err[1024] = "";
@@ -192,12 +325,16 @@ extern int init(void)
     env = getenv("SP_ENV_STATS");
     snprintf(sp_stats_path, sizeof(sp_stats_path), "%s", (env && env[0]) ? env : SP_STATS_FILE);
     sp_last_write_ns = sp_now_ns();
-    if (slurmpod_py_start(sp_policy_path, err, sizeof(err)) != SP_OK)
+    sp_fast_drop(); /* an in-process reconfigure: compile again from the policy this init() loads */
+    if (slurmpod_py_start(sp_policy_path, err, sizeof(err)) != SP_OK) {
         slurm_error("job_submit/slurmpod: Python did not start; every job will be rejected");
-    else if (err[0])
+        return SLURM_SUCCESS;
+    }
+    if (err[0])
         slurm_error("job_submit/slurmpod: %s", err);
     else
         slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: policy %s loaded", sp_policy_path);
+    sp_recompile(NULL);
     return SLURM_SUCCESS; /* never stop slurmctld over the policy: jobs are rejected instead */
 }
 
@@ -239,7 +376,13 @@ static int sp_call(job_desc_msg_t *d, bool modify, char **err_msg)
     int rc = SLURM_SUCCESS;
 
     memset(&out, 0, sizeof(out));
-    if (slurmpod_py_decide(&req, &out) != SP_OK) {
+    if (sp_fast_try(&req, &out)) {
+        __atomic_fetch_add(&sp_fast_calls, 1, __ATOMIC_RELAXED);
+    } else {
+        memset(&out, 0, sizeof(out)); /* the fast path may have begun an answer it then left to Python */
+        rc = slurmpod_py_decide(&req, &out) == SP_OK ? SLURM_SUCCESS : SLURM_ERROR;
+    }
+    if (rc != SLURM_SUCCESS) {
         __atomic_fetch_add(&sp_failures, 1, __ATOMIC_RELAXED);
         slurm_error("job_submit/slurmpod: the policy engine failed for a job of uid %u", d->user_id);
         if (err_msg)
@@ -301,6 +444,11 @@ def slurmpod_py_start(path, err, errlen):
 @ffi.def_extern(error=-1)
 def slurmpod_py_decide(req, out):
     return embedded.decide(ffi, req, out)
+
+
+@ffi.def_extern(error=-1)
+def slurmpod_py_compile(fast):
+    return embedded.compile_fast(ffi, fast)
 """
 
 
@@ -308,7 +456,8 @@ def c_source(libpython: str) -> str:
     """The shim with its compile-time constants filled in (paths and env names from well_known)."""
     defines = "".join(f'#define {name} "{value}"\n' for name, value in (
         ("SP_LIBPYTHON", libpython), ("SP_POLICY_FILE", wk.POLICY_FILE), ("SP_STATS_FILE", wk.PLUGIN_STATS_FILE)))
-    body = C_SHIM.replace("STRUCTS_HERE", STRUCTS)
+    defines += f"#define SP_IDENTITY_TTL_S {int(bridge.IDENTITY_TTL_S)}ull\n"
+    body = C_SHIM.replace("STRUCTS_HERE", STRUCTS).replace("FAST_HERE", fast_c.FAST_STRUCTS + fast_c.FAST_C)
     body = body.replace('getenv("SP_ENV_POLICY")', f'getenv("{wk.ENV_POLICY}")')
     body = body.replace('getenv("SP_ENV_STATS")', f'getenv("{wk.ENV_PLUGIN_STATS}")')
     return defines + body
@@ -328,7 +477,7 @@ def build(out: Path, include_dirs: list[str], site_dirs: list[str], verbose: boo
     import cffi  # noqa: PLC0415 - a build-time dependency only
 
     ffi = cffi.FFI()
-    ffi.cdef(STRUCTS)
+    ffi.cdef(STRUCTS + fast_c.FAST_STRUCTS)
     ffi.embedding_api(EMBEDDING_API)
     ffi.embedding_init_code(init_code(site_dirs))
     includes = [str(Path(d).resolve()) for d in include_dirs]  # cffi compiles from inside ``out``

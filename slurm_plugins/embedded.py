@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
-from slurmpod.slurm_plugins import bridge, engine
+from slurmpod.slurm_plugins import bridge, engine, fastpath
 from slurmpod.slurm_plugins.decision import Decision
 from slurmpod.slurm_plugins.policy import FailMode
 
@@ -53,8 +53,19 @@ def start(ffi: Any, path: Any, err: Any, errlen: int) -> int:
     return OK
 
 
+def compile_fast(ffi: Any, fast: Any) -> int:
+    """Fill the C fast path's table (a zeroed ``slurmpod_fast_t``) from the policy as loaded now."""
+    runtime = _State.runtime
+    if runtime is None:
+        raise RuntimeError("slurmpod_py_start was not called")
+    loaded = runtime.current()
+    plan = fastpath.plan(loaded.policy) if loaded.policy is not None else "no usable policy"
+    fastpath.fill(ffi, fast, plan, loaded.key)
+    return OK
+
+
 def decide(ffi: Any, req: Any, out: Any) -> int:
-    """job_submit() / job_modify(): read *req, decide, fill in *out."""
+    """job_submit() / job_modify(): read *req, decide, fill in *out (what the C fast path left to Python)."""
     runtime = _State.runtime
     if runtime is None:
         raise RuntimeError("slurmpod_py_start was not called")
@@ -67,8 +78,8 @@ def decide(ffi: Any, req: Any, out: Any) -> int:
         if hit is not None:
             ffi.memmove(out, hit, len(hit))
             return OK
-    _decide(ffi, runtime, req, out)
-    if key is not None and _State.memo_for is loaded and runtime.current() is loaded:  # not changed meanwhile
+    _decide(ffi, runtime, req, out, loaded)
+    if key is not None and _State.memo_for is loaded:
         if len(_State.memo) >= MEMO_MAX:
             _State.memo = {}
         _State.memo[key] = bytes(ffi.buffer(out))
@@ -83,16 +94,17 @@ def _memo_key(ffi: Any, runtime: bridge.PluginRuntime, req: Any) -> tuple[object
     return nums, strs, runtime.identity(int(req.user_id), int(req.group_id))
 
 
-def _decide(ffi: Any, runtime: bridge.PluginRuntime, req: Any, out: Any) -> None:
+def _decide(ffi: Any, runtime: bridge.PluginRuntime, req: Any, out: Any, loaded: bridge.Loaded | None = None) -> None:
     desc: dict[str, int | str | None] = {k: int(getattr(req, k)) for k in NUM_IN}
     for key in STR_IN:
         ptr = getattr(req, key)
         desc[key] = ffi.string(ptr).decode("utf-8", "replace") if ptr != ffi.NULL else None
-    decision, job = runtime.decide(desc)
+    loaded = loaded or runtime.current()
+    decision, job = runtime.decide(desc, loaded)
     values = bridge.encode(decision)
     too_long = [k for k in STR_OUT if k in values and len(str(values[k]).encode()) >= len(getattr(out, k))]
     if too_long:
-        decision = engine.failed(runtime.current().fail_mode, f"value for {too_long[0]} too long for the plugin")
+        decision = engine.failed(loaded.fail_mode, f"value for {too_long[0]} too long for the plugin")
         values = bridge.encode(decision)
     _fill(ffi, out, decision, values)
     line = bridge.log_line(job, decision) if job is not None else f"verdict={decision.verdict.value} " \

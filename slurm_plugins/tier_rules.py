@@ -11,7 +11,7 @@ import signal
 
 from slurmpod.slurm_plugins.decision import Changes
 from slurmpod.slurm_plugins.outcome import NOTHING, Outcome, Rule, change, refuse
-from slurmpod.slurm_plugins.policy import OverTime, Policy, SignalTarget, Tier
+from slurmpod.slurm_plugins.policy import GraceSignal, OverTime, Policy, SignalTarget, Tier
 from slurmpod.slurm_plugins.request import TIME_INFINITE, JobRequest
 
 # sbatch --signal=B:... sets this bit in job_desc.warn_flags. Ref: slurm/slurm.h (KILL_JOB_BATCH)
@@ -42,14 +42,23 @@ def check(policy: Policy, req: JobRequest) -> Outcome:
     out = _time_cap(tiers, req)
     lowest = tiers[0]
     if lowest.requeue and req.requeue is not True:
-        out = out.then(change(Rule.REQUEUE, Changes(requeue=True),
-                              f"{lowest.name} jobs may be preempted: requeue enabled"))
+        out = out.then(change(Rule.REQUEUE, Changes(requeue=True), requeue_note(lowest)))
     if lowest.grace is not None and req.warn_signal is None:
         g = lowest.grace
         flags = req.warn_flags | KILL_JOB_BATCH if g.target is SignalTarget.BATCH else req.warn_flags
         out = out.then(change(Rule.GRACE_SIGNAL, Changes(warn_signal=g.signal, warn_time=g.seconds, warn_flags=flags),
-                              f"{_signame(g.signal)} sent {g.seconds}s before the end or preemption, to checkpoint"))
+                              grace_note(g)))
     return out
+
+
+def requeue_note(tier: Tier) -> str:
+    """The note for a job given requeue by its tier (also compiled into the plugin's C fast path)."""
+    return f"{tier.name} jobs may be preempted: requeue enabled"
+
+
+def grace_note(grace: GraceSignal) -> str:
+    """The note for a job given the tier's grace signal (also compiled into the plugin's C fast path)."""
+    return f"{_signame(grace.signal)} sent {grace.seconds}s before the end or preemption, to checkpoint"
 
 
 def _time_cap(tiers: tuple[Tier, ...], req: JobRequest) -> Outcome:

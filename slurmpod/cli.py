@@ -129,7 +129,7 @@ def _host_commands(sub: Any, t: Twins) -> None:
     b = isub.add_parser("build", help="build images (base made with debootstrap when missing)")
     _opt(b, t, "--flavor", choices=FLAVORS, default="24.11", help="Slurm flavor of the images")
     _opt(b, t, "--role", env="SLURMPOD_BUILD_ROLES", action="append",
-         choices=["base", "controller", "worker", "login"], help="roles to build (repeatable; default: all)")
+         choices=["base", *wk.IMAGE_ROLES], help="roles to build (repeatable; default: all)")
     _opt(b, t, "--base-image", default=None, help="start from this registry image instead of debootstrap")
     _opt(b, t, "--mirror", default=None, help="Debian mirror (default: the host's apt sources)")
     _opt(b, t, "--log-file", env="SLURMPOD_BUILD_LOG", default=None,
@@ -157,6 +157,9 @@ def _host_commands(sub: Any, t: Twins) -> None:
          help="seconds to wait for every worker to be IDLE")
     _opt(up, t, "--auth", choices=list(wk.AUTH_TYPES), default="munge",
          help="AuthType: munge (munged in every pod) or slurm (auth/slurm with a generated slurm.key)")
+    _opt(up, t, "--manifests", default=None,
+         help="kustomization directory to run (default deploy/kubernetes; deploy/kubernetes/accounting "
+              "adds slurmdbd, MariaDB and slurmrestd)")
     for c in (up, csub.add_parser("down", help="remove every container, network and volume"),
               csub.add_parser("status", help="pods and sinfo")):
         _opt(c, t, "--name", default="slurmpod", help="cluster name (prefix of every Docker object)")
@@ -171,7 +174,7 @@ def _host_commands(sub: Any, t: Twins) -> None:
 
 def _pod_commands(sub: Any, t: Twins) -> None:
     ep = sub.add_parser("entrypoint", help="pod start: render config, then exec supervisord")
-    ep.add_argument("role", help="controller | worker | login")
+    ep.add_argument("role", help="controller | worker | login | accounting | db | restapi")
     _opt(ep, t, "--dry-run", action="store_true", help="render and print the plan; start nothing")
     # Slinky's operator appends slurmd's args to the image's entrypoint (entrypoints/slinky.py).
     ep.add_argument("slurmd_args", nargs=argparse.REMAINDER,
@@ -221,6 +224,8 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     _opt(tsync, t, "--interval", env="SLURMPOD_TOPOLOGY_SYNC_INTERVAL", type=float, default=None,
          help="seconds between passes (default: the cluster spec's topology.syncIntervalSeconds)")
     tsync.set_defaults(handler=_lazy("slurmpod.entrypoints.topology_sync"))
+    acct = dsub.add_parser("accounting-setup", help="register the cluster and the spec's QoS in slurmdbd (controller)")
+    acct.set_defaults(handler=_lazy("slurmpod.entrypoints.accounting_setup"))
 
 
 def _topology_commands(sub: Any, t: Twins) -> None:

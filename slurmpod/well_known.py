@@ -41,6 +41,10 @@ ENV_SLURM_VERSION = "SLURMPOD_SLURM_VERSION"  # MAJOR.MINOR; overrides the dpkg 
 ENV_AUTH = "SLURMPOD_AUTH"
 # The pod's role where no `slurmpod.io/role` label is mounted (probes outside deploy/'s manifests).
 ENV_POD_ROLE = "SLURMPOD_POD_ROLE"
+# Host names of the accounting pods (the chart: $(SLURMPOD_CLUSTER_NAME)-accounting-0 and -db-0): the
+# controller's AccountingStorageHost and slurmdbd's StorageHost.
+ENV_ACCOUNTING_HOST = "SLURMPOD_ACCOUNTING_HOST"
+ENV_DB_HOST = "SLURMPOD_DB_HOST"
 
 # --- Files kubelet mounts ---
 # Ref: https://kubernetes.io/docs/tasks/inject-data-application/downward-api-volume-expose-pod-information/
@@ -54,6 +58,10 @@ TERMINATION_LOG = "/dev/termination-log"
 MUNGE_KEY_SECRET = "/run/secrets/slurmpod/munge/munge.key"
 SLURM_KEY_SECRET = "/run/secrets/slurmpod/slurm/slurm.key"  # auth/slurm
 CLUSTER_SPEC_FILE = "/etc/slurmpod/cluster.yaml"
+# Accounting and REST Secrets (chart values secrets.dbPassword / secrets.jwtKey; README, "Secrets you
+# create"): mounted read-only, defaultMode 0400, where the roles that use them start.
+DB_PASSWORD_SECRET = "/run/secrets/slurmpod/db/password"  # the MariaDB password of StorageUser
+JWT_KEY_SECRET = "/run/secrets/slurmpod/jwt/jwt_hs256.key"  # auth/jwt signing key (HS256)
 
 # --- Objects in deploy/kubernetes (names without the chart's `<release>-` prefix), read by `slurmpod cluster up` ---
 CONFIG_MAP_CLUSTER = "cluster"  # the cluster spec ConfigMap
@@ -63,6 +71,8 @@ SECRET_MUNGE = "munge"  # data key "munge.key", mounted at MUNGE_KEY_SECRET
 SECRET_SLURM_KEY = "slurm-key"  # data key "slurm.key", mounted at SLURM_KEY_SECRET
 # The login pods' sshd host key, so clients keep trusting a login pod across restarts. Created by the user
 # (README, "Secrets you create"), mounted (optional, 0400) at SSH_HOST_KEY_SECRET_DIR on login pods.
+SECRET_DB_PASSWORD = "db-password"  # data key "password", mounted at DB_PASSWORD_SECRET (db, accounting)
+SECRET_JWT_KEY = "jwt-key"  # data key "jwt_hs256.key", mounted at JWT_KEY_SECRET (controller, accounting)
 SECRET_SSH_HOST_KEYS = "ssh-host-keys"
 SSH_HOST_KEY_FILE = "ssh_host_ed25519_key"  # data key in that Secret
 SSH_HOST_KEY_SECRET_DIR = "/run/secrets/slurmpod/ssh-host-keys"
@@ -94,12 +104,31 @@ SLURMD_SPOOL = "/var/spool/slurmd"
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SlurmctldPort
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
+# Ref: https://slurm.schedmd.com/slurmdbd.conf.html#OPT_DbdPort
+SLURMDBD_PORT = 6819
+# slurmrestd's listening port in the chart (its Service); Slinky's chart uses the same.
+SLURMRESTD_PORT = 6820
+MARIADB_PORT = 3306
+# Accounting: where slurmdbd and MariaDB keep things, and who they run as.
+SLURMDBD_CONF = "/etc/slurm/slurmdbd.conf"  # owned by SlurmUser, mode 0600 (it holds StoragePass)
+SLURMDBD_RUN_DIR = "/run/slurmdbd"  # PidFile's directory, owned by SlurmUser
+JWT_KEY = "/etc/slurm/jwt_hs256.key"  # owned by SlurmUser, 0400. Ref: https://slurm.schedmd.com/jwt.html
+MARIADB_DATA_DIR = "/var/lib/mysql"  # the db pod's PVC
+MARIADB_RUN_DIR = "/run/mysqld"
+DB_INIT_FILE = "/run/slurmpod/db/init.sql"  # mariadbd --init-file: the slurm user and its database
+DB_USER = "slurm"  # StorageUser
+DB_NAME = "slurm_acct_db"  # StorageLoc (Slurm's default)
 
 # --- Users with fixed IDs, the same in every image (created before packages are installed) ---
 SLURM_UID = 64030
 MUNGE_UID = 64031
 DEMO_USER = "researcher"
 DEMO_UID = 2000
+# MariaDB's server user (made before mariadb-server is installed, so the db volume's owner is stable) and
+# slurmrestd's own user: slurmrestd refuses root and SlurmUser. Ref: https://slurm.schedmd.com/rest.html
+MYSQL_UID = 64032
+SLURMRESTD_USER = "slurmrestd"
+SLURMRESTD_UID = 64033
 
 # --- Kubernetes labels and annotations ---
 LABEL_PREFIX = "slurmpod.io/"
@@ -128,6 +157,16 @@ REASON_POD_TERMINATING = REASON_PREFIX + "pod terminating"
 LIFECYCLE_REASONS = (REASON_POD_TERMINATING,)
 
 ROLES = ("controller", "worker", "login")
+# Roles of the accounting and REST workloads (issue 10), on only where the chart's values enable them.
+# `db` (MariaDB) runs the accounting image with another entrypoint role: one image carries slurmdbd and
+# the server it talks to, so there is one more image to build, push and pin, not two.
+OPTIONAL_ROLES = ("db", "accounting", "restapi")
+# The roles `slurmpod entrypoint` takes and pods carry, in the order pods start in the emulator: the
+# database before slurmdbd, slurmdbd before slurmctld (a first slurmctld start without slurmdbd has no
+# TRES and exits), workers and clients last.
+POD_ROLES = ("db", "accounting", "controller", "worker", "login", "restapi")
+# Roles with an image of their own (slurmpod images build).
+IMAGE_ROLES = ("controller", "worker", "login", "accounting", "restapi")
 
 # --- Container images (built by `slurmpod images build`, read by deploy/ and the cluster emulator) ---
 IMAGE_REPOSITORY_PREFIX = "slurmpod/"  # slurmpod/base, slurmpod/controller, slurmpod/worker, slurmpod/login

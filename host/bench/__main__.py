@@ -1,7 +1,8 @@
 """`python -m slurmpod_host.bench [--out DIR] [--skip-cold] [--flavor F ...] [--only PART ...]` (`make bench`).
 
 Parts, all by default:
-  render    no Docker: 10,000-node topology rendering; periodic health and prolog runs on 8 fake GPUs
+  render    no Docker: 10,000-node topology rendering; periodic health and prolog runs on 8 fake GPUs;
+            the job_submit plugin's cost per call in a stand-in slurmctld (C fast path vs Python)
   builds    cold and warm image builds, image sizes
   startup   pod start to IDLE against a bare slurmd start; preStop
   policy    submit cost of no job_submit plugin, job_submit/lua and job_submit/slurmpod, alternated
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod_host.bench import builds, health, mpi, policy, startup, topology
+from slurmpod_host.bench import builds, health, mpi, plugin, policy, startup, topology
 from slurmpod_host.bench.report import Report
 from slurmpod_host.cluster import cli as cluster_cli
 from slurmpod_host.cluster import runtime
@@ -47,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         # Issue 7: a full periodic health run, and a prolog run, on 8 GPUs of the C fake libnvidia-ml.
         health.periodic_on_fake_gpus(report, repo, args.trials)
         health.prolog_on_fake_gpus(report, repo, args.trials)
+        # Issue 8: the plugin's own cost per call, fast path against Python, outside slurmctld.
+        plugin.stand_in(report, repo, args.trials)
     for flavor in flavors if "builds" in parts else []:
         if not args.skip_cold:
             builds.cold_build(report, flavor, get_flavor(flavor).suite, repo)

@@ -2,11 +2,14 @@
 
 The three set-ups alternate (none, lua, slurmpod; ``trials`` rounds) in the same cluster, so noise hits
 them alike. Each trial switches JobSubmitPlugins in the controller's slurm.conf, restarts slurmctld,
-resets sdiag, submits JOBS held jobs from CLIENTS parallel sbatch loops in the login pod as the
-researcher, then reads:
+warms it up with WARMUP_JOBS submissions (the first RPCs after a restart pay for caches and, with lua,
+the script's load), resets sdiag, submits JOBS held jobs from CLIENTS parallel sbatch loops in the
+login pod as the researcher (the same jobs for every set-up), then reads:
 - the average REQUEST_SUBMIT_BATCH_JOB time slurmctld measured (sdiag, microseconds);
 - submissions per second, wall clock of the loops inside the login pod;
-- for slurmpod, the time spent inside the plugin per call, measured by its C shim (p50, p99).
+- for slurmpod, the time spent inside the plugin per call, measured by its C shim (p50, p99), over the
+  measured submissions only (its histogram after the warm-up is subtracted), and how many of those
+  calls its C fast path decided without Python.
 The lua set-up runs host/bench/policy_lua/job_submit.lua, the shipped policy written for job_submit/lua.
 Ref: https://slurm.schedmd.com/sdiag.html, https://slurm.schedmd.com/job_submit_plugins.html#lua
 """
@@ -41,6 +44,7 @@ RESTART_TIMEOUT_S = 90
 SUBMIT_TIMEOUT_S = 600
 DRAIN_QUEUE_TIMEOUT_S = 120
 STATS_FLUSH_S = 1.2  # the shim writes its stats at most once a second, on a call
+WARMUP_JOBS = 40  # per trial, before sdiag is reset: not measured
 SUPERVISORCTL = ("supervisorctl", "-c", f"{wk.RUN_DIR}/{wk.SUPERVISORD_CONF}")
 # `REQUEST_SUBMIT_BATCH_JOB ( 4003) count:1000 ave_time:3456 total_time:3456000` in sdiag's RPC section.
 _SDIAG_SUBMIT = re.compile(r"REQUEST_SUBMIT_BATCH_JOB\s*\(\s*\d+\)\s*count:(?P<count>\d+)\s+ave_time:(?P<ave>\d+)")
@@ -70,12 +74,12 @@ def conf_edit(setup: str) -> str:
     return " && ".join(script)
 
 
-def submit_loops(clients: int, jobs: int) -> str:
+def submit_loops(clients: int, jobs: int, tag: str = "policy") -> str:
     """Shell run as the researcher: ``clients`` parallel sbatch loops; prints start, end and failures."""
     each = jobs // clients
-    # A job name unique per submission: the plugin remembers its answer for a repeated request, and the
-    # bench measures fresh decisions, not remembered ones.
-    loops = [f"for i in $(seq {each}); do sbatch -H -Q -o /dev/null -J bench-policy-{c}-$i --wrap true "
+    # A job name unique per submission: the plugin's Python side remembers its answer for a repeated
+    # request, and the bench measures fresh decisions, not remembered ones.
+    loops = [f"for i in $(seq {each}); do sbatch -H -Q -o /dev/null -J bench-{tag}-{c}-$i --wrap true "
              ">/dev/null 2>&1 || echo FAIL; done" for c in range(clients)]
     return (f"s=$(date +%s.%N); {' & '.join(f'( {loop} )' for loop in loops)}; wait; "
             "echo \"TIMES $s $(date +%s.%N)\"")
@@ -127,9 +131,18 @@ def _as_researcher(client: Any, login: str, script: str, timeout_s: float) -> ru
                            workdir=home, env={"HOME": home, "USER": wk.DEMO_USER})
 
 
+def _plugin_snapshot(client: Any, controller: str, login: str) -> Any:
+    """The shim's stats JSON as of now: wait out its once-a-second write limit, then make one call to write it."""
+    time.sleep(STATS_FLUSH_S)
+    _as_researcher(client, login, "sbatch -H -Q -o /dev/null -J bench-policy-flush --wrap true", 30)
+    return json.loads(_must(_root(client, controller, f"cat {wk.PLUGIN_STATS_FILE}"), "reading the plugin's stats"))
+
+
 def trial(client: Any, controller: str, login: str, setup: str, *, clients: int = CLIENTS,
           jobs: int = JOBS) -> Trial:
     switch(client, controller, setup)
+    _must(_as_researcher(client, login, submit_loops(clients, WARMUP_JOBS, "warm"), SUBMIT_TIMEOUT_S), "warming up")
+    before = _plugin_snapshot(client, controller, login) if setup == "slurmpod" else None
     _must(_root(client, controller, "sdiag --reset"), "sdiag --reset")
     run = _must(_as_researcher(client, login, submit_loops(clients, jobs), SUBMIT_TIMEOUT_S), "submitting")
     failures = run.count("FAIL")
@@ -139,16 +152,15 @@ def trial(client: Any, controller: str, login: str, setup: str, *, clients: int 
     wall = float(times[-1][2]) - float(times[-1][1])
     count, ave = parse_sdiag_submit(_must(_root(client, controller, "sdiag"), "sdiag"))
     plugin = None
-    if setup == "slurmpod":
-        time.sleep(STATS_FLUSH_S)
-        _as_researcher(client, login, "sbatch -H -Q -o /dev/null -J bench-policy --wrap true", 30)  # flushes
-        raw = _must(_root(client, controller, f"cat {wk.PLUGIN_STATS_FILE}"), "reading the plugin's stats")
-        plugin = stats.parse(json.loads(raw), wk.PLUGIN_STATS_FILE)
+    if before is not None:
+        # The measured jobs plus the one call that flushes the stats.
+        plugin = stats.parse(stats.delta(before, _plugin_snapshot(client, controller, login)), wk.PLUGIN_STATS_FILE)
         if plugin.calls < jobs:
             raise TransientError(f"bench policy: the plugin counted {plugin.calls} calls for {jobs} jobs")
     _drain_queue(client, controller)
     print(f"bench: policy {setup}: {count} submits, ave {ave} us, {jobs / wall:.1f}/s"
-          + (f", plugin p50 {plugin.p50_us} us p99 {plugin.p99_us} us" if plugin else ""), flush=True)
+          + (f", plugin p50 {plugin.p50_us} us p99 {plugin.p99_us} us, {plugin.fast}/{plugin.calls} in C"
+             if plugin else ""), flush=True)
     return Trial(setup, count, float(ave), jobs / wall, plugin)
 
 
@@ -190,3 +202,6 @@ def add_figures(report: Report, done: list[Trial], trials: int) -> None:
                           samples=tuple(float(p.p50_us) for p in plugin)))
         report.add(Figure("time inside the slurmpod plugin per call, p99 (C shim)", "us", p99,
                           samples=tuple(float(p.p99_us) for p in plugin)))
+        share = [100.0 * p.fast / p.calls if p.calls else 0.0 for p in plugin]
+        report.add(Figure("slurmpod plugin calls decided by its C fast path (no Python)", "%",
+                          statistics.median(share), samples=tuple(share)))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,7 +79,25 @@ def user_secret(name: str, data: Mapping[str, str]) -> Document:
     return Document(USER_CREATED, body)
 
 
-def configure(bundle: Bundle, auth: str, ssh_host_key: bytes | None = None) -> Bundle:
+def _referenced_secrets(bundle: Bundle) -> set[str]:
+    """Names of the Secrets the StatefulSets' volumes refer to."""
+    names: set[str] = set()
+    for doc in bundle.of_kind("StatefulSet"):
+        pod = ((doc.body.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for volume in pod.get("volumes") or []:
+            secret = volume.get("secret") or {}
+            if secret.get("secretName"):
+                names.add(str(secret["secretName"]))
+    return names
+
+
+# Ref: https://slurm.schedmd.com/jwt.html (a random HS256 key); 1024 bytes, generated when applied.
+JWT_KEY_DATA = "jwt_hs256.key"
+DB_PASSWORD_DATA = "password"  # noqa: S105 - the data key's name, not a password
+
+
+def configure(bundle: Bundle, auth: str, ssh_host_key: bytes | None = None,
+              db_password: str | None = None) -> Bundle:
     """``bundle`` set up for ``auth``, with the Secrets a user creates; BadInput when the manifests lack the
     cluster ConfigMap or ship a Secret themselves (applying it would overwrite the user's key)."""
     _check(auth)
@@ -95,4 +114,13 @@ def configure(bundle: Bundle, auth: str, ssh_host_key: bytes | None = None) -> B
     if ssh_host_key is not None:
         docs.append(user_secret(wk.SECRET_SSH_HOST_KEYS,
                                 {wk.SSH_HOST_KEY_FILE: base64.b64encode(ssh_host_key).decode()}))
+    # Accounting and REST (deploy/kubernetes/accounting): the Secrets a user creates for them, made only
+    # when the manifests mount them. The password is text (it goes into slurmdbd.conf), not random bytes.
+    wanted = _referenced_secrets(bundle)
+    if wk.SECRET_JWT_KEY in wanted:
+        docs.append(user_secret(wk.SECRET_JWT_KEY, {JWT_KEY_DATA: ""}))
+    if wk.SECRET_DB_PASSWORD in wanted:
+        password = db_password or secrets.token_urlsafe(24)
+        docs.append(user_secret(wk.SECRET_DB_PASSWORD,
+                                {DB_PASSWORD_DATA: base64.b64encode(password.encode()).decode()}))
     return Bundle(bundle.namespace, tuple(docs))

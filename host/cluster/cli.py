@@ -42,22 +42,29 @@ class Cluster:
     login: str
     workers: tuple[str, ...]
     seconds: float = 0.0
+    # The pods of the optional roles (deploy/kubernetes/accounting), None where the manifests have none.
+    db: str | None = None
+    accounting: str | None = None
+    restapi: str | None = None
 
     @classmethod
     def from_plans(cls, name: str, root: Path, plans: Sequence[PodPlan], seconds: float = 0.0) -> Cluster:
-        by_role = {r: [p.name for p in plans if p.role == r] for r in wk.ROLES}
+        by_role = {r: [p.name for p in plans if p.role == r] for r in wk.POD_ROLES}
         workers = tuple(by_role["worker"])
-        return cls(name, root, by_role["controller"][0], by_role["login"][0], workers, seconds)
+        first = {r: next(iter(by_role[r]), None) for r in wk.OPTIONAL_ROLES}
+        return cls(name, root, by_role["controller"][0], by_role["login"][0], workers, seconds,
+                   first["db"], first["accounting"], first["restapi"])
 
 
 def attach(client: Any, name: str) -> Cluster | None:
     """The cluster ``name`` if its controller and login pods run; None otherwise."""
     pods = runtime.statuses(client, name, state.state_dir(name))
-    running = {r: [s.name for s in pods if s.role == r and s.state == "running"] for r in wk.ROLES}
+    running = {r: [s.name for s in pods if s.role == r and s.state == "running"] for r in wk.POD_ROLES}
     if not running["controller"] or not running["login"] or not running["worker"]:
         return None
+    first = {r: next(iter(running[r]), None) for r in wk.OPTIONAL_ROLES}
     return Cluster(name, state.state_dir(name), running["controller"][0], running["login"][0],
-                   tuple(running["worker"]))
+                   tuple(running["worker"]), 0.0, first["db"], first["accounting"], first["restapi"])
 
 
 def _node_resources() -> tuple[Fraction, Fraction]:
@@ -121,10 +128,11 @@ def wait_idle(client: Any, cluster: Cluster, timeout_s: float, out: TextIO) -> N
 
 
 def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys.stdout, *,
-       auth: str = wk.AUTH_MUNGE) -> Cluster:
+       auth: str = wk.AUTH_MUNGE, manifests_dir: Path | None = None) -> Cluster:
     """Create network, volumes, files and pods; wait until every worker is IDLE.
 
     ``auth`` (munge | slurm) picks the ConfigMap's auth type and which key Secret gets a generated key.
+    ``manifests_dir``: a kustomization other than deploy/kubernetes (deploy/kubernetes/accounting).
     """
     started = time.monotonic()
     podspec.validate_params(name, workers)
@@ -138,7 +146,7 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
         raise PermanentError(f"images missing: {login_image}; build them with "
                              f"`slurmpod images build --flavor {flavor}`")
     # The Secrets a user creates once per cluster: the auth key (generated below) and the login host key.
-    bundle = cluster_auth.configure(manifests.load(manifests.default_dir()), auth,
+    bundle = cluster_auth.configure(manifests.load(manifests_dir or manifests.default_dir()), auth,
                                     ssh_host_key=runtime.ssh_host_key(client, login_image))
     cpu, memory = _node_resources()
     subnet = network.choose_subnet(name, runtime.taken_subnets(client))
@@ -229,7 +237,8 @@ def main(args: argparse.Namespace) -> int:
     command = args.cluster_command
     state.check_name(args.name)
     if command == "up":
-        cluster = up(args.name, args.flavor, args.workers, args.timeout, auth=args.auth)
+        where = Path(args.manifests) if args.manifests else None
+        cluster = up(args.name, args.flavor, args.workers, args.timeout, auth=args.auth, manifests_dir=where)
         print(f"cluster {cluster.name!r} up in {cluster.seconds:.1f}s: {len(cluster.workers)} workers IDLE "
               f"(auth/{args.auth})")
         print_sinfo(cluster)

@@ -51,7 +51,7 @@ class DemoResult:
 def ensure_images(flavor: str, out: TextIO) -> None:
     """Build the flavor's images with `slurmpod images build` when any role image is missing."""
     client = runtime.connect()
-    missing = runtime.missing_images(client, [f"slurmpod/{role}:{flavor}" for role in wk.ROLES])
+    missing = runtime.missing_images(client, [f"slurmpod/{role}:{flavor}" for role in wk.IMAGE_ROLES])
     if not missing:
         return
     print(f"images missing for {', '.join(missing)}: building flavor {flavor}", file=out, flush=True)

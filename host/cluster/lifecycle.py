@@ -63,6 +63,10 @@ class PodPatch:
     image_entrypoint: bool = False
     # mountPath -> new mountPath, or None to drop that volumeMount (Slinky mounts the key elsewhere).
     move_mounts: Mapping[str, str | None] | None = None
+    # Capabilities added to the container's securityContext (the chart's `cgroup.access: hostV1` adds SYS_ADMIN).
+    cap_add: tuple[str, ...] = ()
+    # mountPath -> hostPath: a hostPath volume mounted read-write (the emulator serves /sys/fs/cgroup only).
+    host_paths: Mapping[str, str] | None = None
 
 
 def _check_limit(res: Mapping[str, Any], key: str, limit: str, field: str, problems: Problems) -> None:
@@ -122,6 +126,14 @@ def patch_template(body: Mapping[str, Any], patch: PodPatch) -> dict[str, Any]:
             raise BadInput.one("spec.template.spec.containers[0].volumeMounts", old, "no volume mounted there")
         mounts = [m if m.get("mountPath") != old else {**m, "mountPath": new} for m in mounts if
                   m.get("mountPath") != old or new is not None]
+        container["volumeMounts"] = mounts
+    if patch.cap_add:
+        caps = container.setdefault("securityContext", {}).setdefault("capabilities", {})
+        caps["add"] = [*(caps.get("add") or []), *(c for c in patch.cap_add if c not in (caps.get("add") or []))]
+    for i, (target, source) in enumerate(sorted((patch.host_paths or {}).items())):
+        volume = f"patch-host-path-{i}"
+        template["spec"].setdefault("volumes", []).append({"name": volume, "hostPath": {"path": source}})
+        mounts = [*mounts, {"name": volume, "mountPath": target}]
         container["volumeMounts"] = mounts
     for path in patch.read_only_mounts:
         found = [m for m in mounts if m.get("mountPath") == path]

@@ -10,12 +10,13 @@ class MountKind(enum.Enum):
     BIND = "bind"  # a host path under the cluster state dir
     VOLUME = "volume"  # a Docker named volume (a PersistentVolumeClaim)
     TMPFS = "tmpfs"  # emptyDir with medium: Memory
+    HOST = "host"  # a hostPath volume: an absolute path on this Docker host (volumes.HOST_PATHS only)
 
 
 @dataclass(frozen=True, slots=True)
 class Mount:
     kind: MountKind
-    source: str  # BIND: path relative to the state dir; VOLUME: Docker volume name; TMPFS: ""
+    source: str  # BIND: path relative to the state dir; VOLUME: Docker volume name; TMPFS: ""; HOST: absolute
     target: str
     read_only: bool
 

@@ -315,7 +315,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
     cfield = f"{pfield}.containers[0]"
     _unknown(container, CONTAINER_FIELDS, CONTAINER_IGNORED, cfield, problems)
     role = template_labels.get(wk.LABEL_ROLE, "")
-    if role not in wk.ROLES:
+    if role not in wk.POD_ROLES:
         where = f"{field}.spec.template.metadata.labels.{wk.LABEL_ROLE}"
         problems.add(where, role, "no such role")
     replicas = int(spec.get("replicas", 1))
@@ -404,7 +404,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
 def _role_rank(doc: Document) -> int:
     labels = (((doc.body.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
     role = labels.get(wk.LABEL_ROLE)
-    return wk.ROLES.index(role) if role in wk.ROLES else len(wk.ROLES)
+    return wk.POD_ROLES.index(role) if role in wk.POD_ROLES else len(wk.POD_ROLES)
 
 
 def plan_cluster(bundle: Bundle, params: ClusterParams,
@@ -420,8 +420,8 @@ def plan_cluster(bundle: Bundle, params: ClusterParams,
     ips = [h for h in hosts if h != params.gateway]
     shared = _Shared(params, bundle, secrets)
     plans: list[PodPlan] = []
-    # Controller first, then workers, then login (wk.ROLES), whatever order the manifests list them in:
-    # helm template sorts objects of one kind by name.
+    # Database, slurmdbd, controller, workers, login, slurmrestd (wk.POD_ROLES), whatever order the
+    # manifests list them in: helm template sorts objects of one kind by name.
     for doc in sorted(bundle.of_kind("StatefulSet"), key=_role_rank):
         plans.extend(_statefulset(doc, shared, ips, problems))
     for doc in bundle.documents:

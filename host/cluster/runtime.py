@@ -175,6 +175,8 @@ def _mounts(plan: PodPlan, root: Path) -> list[Any]:
     for m in plan.mounts:
         if m.kind is MountKind.BIND:
             mounts.append(DockerMount(m.target, str(root / m.source), type="bind", read_only=m.read_only))
+        elif m.kind is MountKind.HOST:
+            mounts.append(DockerMount(m.target, m.source, type="bind", read_only=m.read_only))
         elif m.kind is MountKind.VOLUME:
             # no_copy: a fresh PersistentVolume is empty; Docker would copy the image's files in.
             mounts.append(DockerMount(m.target, m.source, type="volume", read_only=m.read_only, no_copy=True))
@@ -268,8 +270,8 @@ def pod_status(container: Any, root: Path) -> PodStatus:
 
 def statuses(client: Any, name: str, root: Path) -> list[PodStatus]:
     containers = client.containers.list(all=True, filters=_label_filter(name))
-    return sorted((pod_status(c, root) for c in containers), key=lambda s: (wk.ROLES.index(s.role)
-                  if s.role in wk.ROLES else 9, s.name))
+    return sorted((pod_status(c, root) for c in containers), key=lambda s: (wk.POD_ROLES.index(s.role)
+                  if s.role in wk.POD_ROLES else 9, s.name))
 
 
 def wait_healthy(client: Any, pod: str, timeout_s: float) -> None:

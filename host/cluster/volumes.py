@@ -27,6 +27,13 @@ MUNGE_KEY_BYTES = 1024  # generated for an empty Secret value (the issue's per-c
 # Ref: https://kubernetes.io/docs/concepts/storage/volumes/#secret (optional)
 SECRET_FIELDS = frozenset({"secretName", "defaultMode", "items", "optional"})
 CONFIG_MAP_FIELDS = frozenset({"name", "defaultMode", "items", "optional"})
+HOST_PATH_FIELDS = frozenset({"path", "type"})
+# hostPath volumes the emulator mounts from this Docker host: only the cgroup hierarchy, which Slurm's
+# cgroup plugins on cgroup v1 nodes need read-write (the chart's `cgroup.access: hostV1`). Anything else
+# would let a manifest reach into the machine running the tests.
+# Ref: https://kubernetes.io/docs/concepts/storage/volumes/#hostpath
+HOST_PATHS = frozenset({"/sys/fs/cgroup"})
+HOST_PATH_TYPES = frozenset({"", "Directory"})  # the path must already exist; nothing is created
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +170,16 @@ def _source(
             return None, [], []
         volume_name = ctx.prefix + claim
         return Mount(MountKind.VOLUME, volume_name, "", bool(spec.get("readOnly"))), [], [volume_name]
+    if kind == "hostPath":
+        _unknown_keys(spec, HOST_PATH_FIELDS, f"{field}.hostPath", problems)
+        path, kind_of = str(spec.get("path", "")), str(spec.get("type", ""))
+        if path not in HOST_PATHS:
+            problems.add(f"{field}.hostPath.path", path, f"the emulator mounts only {', '.join(sorted(HOST_PATHS))}")
+            return None, [], []
+        if kind_of not in HOST_PATH_TYPES:
+            problems.add(f"{field}.hostPath.type", kind_of, "the emulator serves Directory (or no type)")
+            return None, [], []
+        return Mount(MountKind.HOST, path, "", False), [], []
     if kind == "emptyDir":
         if spec.get("medium") == "Memory":
             return Mount(MountKind.TMPFS, "", "", False), [], []

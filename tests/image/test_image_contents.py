@@ -22,7 +22,10 @@ SLURM_PACKAGES = {"slurm-client", "slurm-wlm-basic-plugins", "slurmctld", "slurm
 USERS = {"slurm": (64030, 64030, "/usr/sbin/nologin"), "munge": (64031, 64031, "/usr/sbin/nologin"),
          "researcher": (2000, 2000, "/bin/bash")}
 DAEMONS = {"controller": ["/usr/sbin/slurmctld"], "worker": ["/usr/sbin/slurmd", "/usr/sbin/sshd"],
-           "login": ["/usr/sbin/sshd", "/usr/bin/sbatch", "/usr/bin/srun"]}
+           "login": ["/usr/sbin/sshd", "/usr/bin/sbatch", "/usr/bin/srun"],
+           "accounting": ["/usr/sbin/slurmdbd", "/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db",
+                          "/usr/bin/mariadb-admin"],
+           "restapi": ["/usr/sbin/slurmrestd", "/usr/sbin/sackd"]}
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -120,6 +123,30 @@ def test_sshd_drop_in_is_effective(name: str, hosts: dict[str, Any]) -> None:
     assert settings["permittunnel"] == "no"
 
 
+def _pam_stack(host: Any, service: str) -> list[str]:
+    """The PAM lines of ``service`` with every ``@include`` expanded, comments dropped."""
+    lines: list[str] = []
+    for raw in host.file(f"/etc/pam.d/{service}").content_string.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("@include"):
+            lines += _pam_stack(host, line.split()[1])
+        elif line:
+            lines.append(line)
+    return lines
+
+
+def test_worker_sshd_account_stack_ends_with_pam_slurm_adopt(hosts: dict[str, Any]) -> None:
+    """ssh into allocations: pam_slurm_adopt decides last in the account stack, and pam_systemd, which
+    would move the session out of the job's cgroup, is nowhere in sshd's stack.
+    Ref: https://slurm.schedmd.com/pam_slurm_adopt.html#PAM_CONFIG"""
+    host = hosts["worker"]
+    stack = _pam_stack(host, "sshd")
+    account = [x.split() for x in stack if x.split()[0] == "account"]
+    assert account[-1][1:3] == ["required", "pam_slurm_adopt.so"], account
+    assert not [x for x in stack if "pam_systemd" in x], stack
+    assert host.file("/usr/lib/x86_64-linux-gnu/security/pam_slurm_adopt.so").is_file
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_no_host_tools_in_the_pod_images(name: str, hosts: dict[str, Any]) -> None:
     """The images carry the pod side only: no Docker SDK, no Dockerfiles, no emulator/bench/builder."""
@@ -177,3 +204,23 @@ def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavo
 def test_worker_stays_within_the_mpi_budget(images: dict[str, ImageInfo]) -> None:
     """Issue 11: the worker with OpenMPI at most 300 MB."""
     assert images["worker"].size <= 300 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
+
+
+def test_accounting_image_has_a_fixed_mysql_user_and_no_database(hosts: dict[str, Any]) -> None:
+    host = hosts["accounting"]
+    u = host.user("mysql")
+    assert (u.uid, u.gid) == (64032, 64032)
+    # the package's postinst database is removed in its own layer: the db pod initialises its volume
+    assert host.run('test ! -e /var/lib/mysql || test -z "$(ls -A /var/lib/mysql)"').rc == 0
+    assert not host.file("/etc/slurm/slurmdbd.conf").exists  # rendered at pod start, with the password
+    owners = host.check_output("dpkg -S accounting_storage_mysql.so auth_jwt.so")  # storage and JWT plugins
+    assert "slurm-wlm-mysql-plugin:" in owners and "slurm-wlm-jwt-plugin:" in owners, owners
+
+
+def test_restapi_image_has_its_own_user_and_the_jwt_plugins(hosts: dict[str, Any]) -> None:
+    host = hosts["restapi"]
+    u = host.user("slurmrestd")
+    assert (u.uid, u.gid, u.shell) == (64033, 64033, "/usr/sbin/nologin")
+    owners = host.check_output("dpkg -S auth_jwt.so rest_auth_jwt.so")  # auth/jwt and rest_auth/jwt
+    assert "slurm-wlm-jwt-plugin:" in owners and "slurm-wlm-basic-plugins:" in owners, owners
+    assert not host.file("/etc/slurm/jwt_hs256.key").exists  # the key comes from a Secret at pod start

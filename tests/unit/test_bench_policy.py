@@ -58,7 +58,7 @@ def test_submit_loops_submit_every_job_held(tmp_path: Path) -> None:
 
 
 def _trial(setup: str, ave: float, p50: int = 0) -> policy.Trial:
-    plugin = PluginStats(1001, 0, 60.0, p50, p50 * 3, 500.0) if setup == "slurmpod" else None
+    plugin = PluginStats(1001, 1001, 0, 60.0, p50, p50 * 3, 500.0) if setup == "slurmpod" else None
     return policy.Trial(setup, 1000, ave, 250.0, plugin)
 
 

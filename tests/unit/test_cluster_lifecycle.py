@@ -66,6 +66,19 @@ def test_limits_annotations_env_command_args() -> None:
     assert (c["command"], c["args"]) == (["bash", "-c"], ["exec sleep 1"])
 
 
+def test_capabilities_and_host_path_added() -> None:
+    before = repr(WORKER.body)
+    body = patch_template(WORKER.body, PodPatch(cap_add=("SYS_ADMIN", "CHOWN"),
+                                                host_paths={"/sys/fs/cgroup": "/sys/fs/cgroup"}))
+    c = _container(body)
+    old_add = _container(WORKER.body)["securityContext"]["capabilities"]["add"]
+    assert c["securityContext"]["capabilities"]["add"] == [*old_add, "SYS_ADMIN"]  # CHOWN was there already
+    volume = body["spec"]["template"]["spec"]["volumes"][-1]
+    assert volume["hostPath"] == {"path": "/sys/fs/cgroup"}
+    assert c["volumeMounts"][-1] == {"name": volume["name"], "mountPath": "/sys/fs/cgroup"}
+    assert repr(WORKER.body) == before
+
+
 def test_env_override_replaces_value_from() -> None:
     body = patch_template(WORKER.body, PodPatch(env={"POD_IP": "10.0.0.9"}))
     assert _env(body)["POD_IP"] == {"name": "POD_IP", "value": "10.0.0.9"}

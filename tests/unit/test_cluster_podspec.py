@@ -270,6 +270,18 @@ def test_empty_dir_volumes() -> None:
     assert {f.path: f.mode for f in plan.files}["pods/demo-worker-0/volumes/scratch"] == 0o777
 
 
+def test_host_path_cgroup_hierarchy_mounts_read_write() -> None:
+    """The one hostPath the emulator serves: the cgroup tree, for `cgroup.access: hostV1` workers."""
+    def edit(b: dict[str, Any]) -> None:
+        b["spec"]["template"]["spec"]["volumes"].append(
+            {"name": "cgroup", "hostPath": {"path": "/sys/fs/cgroup", "type": "Directory"}})
+        _worker_container(b)["volumeMounts"].append({"name": "cgroup", "mountPath": "/sys/fs/cgroup"})
+
+    plan = _plans(_edit(edit))["demo-worker-0"]
+    assert _mounts(plan)["/sys/fs/cgroup"] == (MountKind.HOST, "/sys/fs/cgroup", False)
+    assert not any(f.path.endswith("/cgroup") for f in plan.files)
+
+
 # --- Anything the emulator does not interpret is an error naming the field -----------------------
 
 def _set(path: list[str | int], value: Any) -> Callable[[dict[str, Any]], None]:
@@ -288,7 +300,10 @@ REJECTED = [
     ("startupProbe", _set([*CONTAINER, "startupProbe"], {"exec": {"command": ["true"]}}), "startupProbe"),
     ("service-links", _set([*POD, "enableServiceLinks"], True), "enableServiceLinks"),
     ("token", _set([*POD, "automountServiceAccountToken"], True), "automountServiceAccountToken"),
-    ("hostPath", _set([*POD, "volumes", 0], {"name": "podinfo", "hostPath": {"path": "/"}}), "volume type"),
+    ("hostPath", _set([*POD, "volumes", 0], {"name": "podinfo", "hostPath": {"path": "/"}}), "hostPath.path"),
+    ("hostPath-type", _set([*POD, "volumes", 0], {"name": "podinfo", "hostPath": {"path": "/sys/fs/cgroup",
+                                                                                 "type": "DirectoryOrCreate"}}),
+     "hostPath.type"),
     ("secretKeyRef", _set([*CONTAINER, "env", 0, "valueFrom"], {"secretKeyRef": {"name": "x", "key": "y"}}),
      "valueFrom"),
     ("bad-quantity", _set([*CONTAINER, "resources", "limits", "cpu"], "1.5Q"), "resources.limits.cpu"),

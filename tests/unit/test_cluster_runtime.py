@@ -92,6 +92,19 @@ def test_cluster_from_plans(tmp_path: Path) -> None:
     assert cluster.controller == "demo-controller-0"
     assert cluster.login == "demo-login-0"
     assert cluster.workers == ("demo-worker-0", "demo-worker-1", "demo-worker-2")
+    assert (cluster.db, cluster.accounting, cluster.restapi) == (None, None, None)  # off in the default render
+
+
+def test_cluster_from_plans_with_accounting_and_restapi(tmp_path: Path) -> None:
+    from slurmpod_host.cluster import auth
+
+    bundle = auth.configure(manifests.load(manifests.default_dir() / "accounting"), "munge")
+    names = {d.name for d in bundle.of_kind("Secret")}
+    assert {wk.SECRET_MUNGE, wk.SECRET_DB_PASSWORD, wk.SECRET_JWT_KEY} <= names
+    plans = podspec.plan_cluster(bundle, PARAMS, bytes)
+    assert [p.role for p in plans][:3] == ["db", "accounting", "controller"]  # the order pods start in
+    cluster = cli.Cluster.from_plans("demo", tmp_path, plans)
+    assert (cluster.db, cluster.accounting, cluster.restapi) == ("demo-db-0", "demo-accounting-0", "demo-restapi-0")
 
 
 @pytest.mark.parametrize(("code", "timed_out"), [(0, False), (1, False), (124, True), (137, True)])

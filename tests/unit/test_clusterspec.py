@@ -274,13 +274,16 @@ def test_a_hook_left_out_keeps_its_default() -> None:
         ({"prolog": "relative/prolog"}, "hooks.prolog"),
         ({"epilog": "/bin/epilog\nSlurmUser=root"}, "hooks.epilog"),
         ({"prologFlags": ["Alloc", "Bogus"]}, "hooks.prologFlags[1]"),
+        ({"prologFlags": ["Alloc", "NoHold", "Contain"]}, "hooks.prologFlags"),
+        ({"prologFlags": ["NoHold", "X11"]}, "hooks.prologFlags"),
         ({"healthCheckProgram": None, "healthCheckInterval": 60}, "hooks.healthCheckInterval"),
         ({"prologEpilogTimeout": 70_000}, "hooks.prologEpilogTimeout"),
         ({"healthCheckProgram": "/bin/hc", "healthCheckNodeState": ["IDLE", "SOMETIMES"]},
          "hooks.healthCheckNodeState[1]"),
         ({"prolog": "/bin/p", "postlog": "/bin/x"}, "hooks.postlog"),
     ],
-    ids=["relative-path", "newline-injection", "unknown-flag", "interval-without-program", "timeout-too-long",
+    ids=["relative-path", "newline-injection", "unknown-flag", "nohold-with-contain", "nohold-with-x11",
+         "interval-without-program", "timeout-too-long",
          "unknown-state",
          "unknown-key"],
 )
@@ -303,7 +306,7 @@ def test_bad_hooks_name_the_field(hooks: dict[str, object], field: str) -> None:
 def test_mpi_default_follows_the_spec_and_the_plugins(doc: dict[str, Any], plugins: frozenset[str], line: str) -> None:
     from slurmpod.entrypoints import render
 
-    conf = render.slurm_conf(cluster_spec.parse(doc), "c-0", plugins).splitlines()
+    conf = render.slurm_conf(cluster_spec.parse(doc), "c-0", mpi_plugins=plugins).splitlines()
     assert [x for x in conf if x.startswith("MpiDefault")] == [line]
 
 
@@ -311,7 +314,7 @@ def test_mpi_default_the_slurm_lacks_is_bad_input() -> None:
     from slurmpod.entrypoints import render
 
     with pytest.raises(BadInput) as err:
-        render.slurm_conf(cluster_spec.parse({"mpiDefault": "pmix"}), "c-0", frozenset({"pmi2"}))
+        render.slurm_conf(cluster_spec.parse({"mpiDefault": "pmix"}), "c-0", mpi_plugins=frozenset({"pmi2"}))
     assert err.value.problems[0].field == "mpiDefault" and "mpi_pmix.so" in err.value.problems[0].reason
 
 
@@ -342,3 +345,23 @@ def test_mpi_ports_and_task_prolog_are_validated(doc: dict[str, Any], field: str
     with pytest.raises(BadInput) as err:
         cluster_spec.parse(doc)
     assert [pr.field for pr in err.value.problems] == [field]
+
+
+@pytest.mark.parametrize(
+    ("doc", "flags"),
+    [
+        ({}, wk.DEFAULT_PROLOG_FLAGS),
+        # slurmctld refuses NoHold beside Contain
+        ({"cgroups": True}, (*(f for f in wk.DEFAULT_PROLOG_FLAGS if f != "NoHold"), "Contain")),
+        ({"cgroups": True, "hooks": {"prologFlags": ["Alloc", "Contain"]}}, ("Alloc", "Contain")),
+        ({"cgroups": True, "hooks": {"prologFlags": None}}, ("Contain",)),
+        ({"cgroups": False, "hooks": {"prologFlags": None}}, ()),
+    ],
+    ids=["default", "cgroups-adds-contain-drops-nohold", "contain-once", "cgroups-without-hooks", "neither"],
+)
+def test_prolog_flags_gain_contain_with_cgroups(doc: dict[str, Any], flags: tuple[str, ...]) -> None:
+    """pam_slurm_adopt needs the extern step, which PrologFlags=Contain makes; the hooks' flags stay."""
+    spec = cluster_spec.parse(doc)
+    assert render.prolog_flags(spec) == flags
+    lines = [x for x in render.slurm_conf(spec, "ctl-0").splitlines() if x.startswith("PrologFlags=")]
+    assert lines == ([f"PrologFlags={','.join(flags)}"] if flags else [])

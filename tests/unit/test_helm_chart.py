@@ -25,6 +25,7 @@ from slurmpod_host.cluster import manifests, podspec
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "slurmpod"
 RENDERED = ROOT / "deploy" / "kubernetes" / "slurmpod.yaml"
+RENDERED_ACCOUNTING = ROOT / "deploy" / "kubernetes" / "accounting" / "slurmpod.yaml"
 HELM = ROOT / ".tools" / "bin" / "helm"
 KUBECTL = ROOT / ".tools" / "bin" / "kubectl"
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest schema shipped.
@@ -45,8 +46,13 @@ VARIANTS: dict[str, list[str]] = {
                "--set=nodesets.gpu.disruptionBudget.enabled=true",
                "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2"],
     "policy-lua": ["--set=cluster.policy=lua"],
+    "cgroup-v1": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=hostV1"],
+    "cgroup-v2": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=delegatedV2"],
     "topology": ["--set=cluster.topologyPlugin=tree", "--set=cluster.topology.source=api",
                  "--set=topology.apiAccess=true", "--set=policy.topology.plugin=tree"],
+    "accounting": ["--set=accounting.enabled=true", "--set=restapi.enabled=true",
+                   f"--set=accounting.slurmdbd.image.digest={DIGEST}",
+                   f"--set=restapi.slurmrestd.image.digest={DIGEST}"],
 }
 
 
@@ -70,8 +76,10 @@ def _find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     return doc
 
 
-def test_lint_strict() -> None:
-    done = _helm("lint", "--strict", str(CHART))
+@pytest.mark.parametrize("args", [[], ["--set=accounting.enabled=true", "--set=restapi.enabled=true"]],
+                         ids=["default", "accounting-restapi"])
+def test_lint_strict(args: list[str]) -> None:
+    done = _helm("lint", "--strict", str(CHART), *args)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -84,9 +92,33 @@ def test_every_object_validates_strictly(variant: str, index: int, version: str)
 
 def test_deploy_kubernetes_is_the_default_render(tmp_path: Path) -> None:
     """Fails when the chart and the committed manifests drift: run `make manifests` and commit."""
-    out = tmp_path / "slurmpod.yaml"
-    subprocess.run([str(ROOT / "scripts" / "render-manifests.sh"), str(out)], check=True, timeout=60)
+    out, out_acct = tmp_path / "slurmpod.yaml", tmp_path / "accounting.yaml"
+    subprocess.run([str(ROOT / "scripts" / "render-manifests.sh"), str(out), str(out_acct)], check=True,
+                   timeout=60)
     assert out.read_text() == RENDERED.read_text(), "deploy/kubernetes is stale: run `make manifests`"
+    assert out_acct.read_text() == RENDERED_ACCOUNTING.read_text(), \
+        "deploy/kubernetes/accounting is stale: run `make manifests`"
+
+
+def test_accounting_and_restapi_workloads_when_enabled() -> None:
+    docs = RENDERS["accounting"]
+    images = {n: _find(docs, "StatefulSet", f"slurmpod-{n}")["spec"]["template"]["spec"]["containers"][0]["image"]
+              for n in ("db", "accounting", "restapi")}
+    assert images == {"db": "slurmpod/accounting:24.11", "accounting": f"slurmpod/accounting@{DIGEST}",
+                      "restapi": f"slurmpod/restapi@{DIGEST}"}
+    assert _find(docs, "Service", "slurmpod-restapi")["spec"]["ports"][0]["port"] == 6820
+    spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
+    assert spec["accounting"]["enabled"] is True and spec["restapi"] == {"enabled": True}
+    assert [q["name"] for q in spec["accounting"]["qos"]] == ["low", "urgent"]
+    ctl = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]
+    secrets = {v["secret"]["secretName"] for v in ctl["volumes"] if "secret" in v}
+    assert "slurmpod-jwt-key" in secrets
+    db = _find(docs, "StatefulSet", "slurmpod-db")["spec"]["template"]["spec"]
+    assert {v["secret"]["secretName"] for v in db["volumes"] if "secret" in v} == {"slurmpod-db-password"}
+    # off by default: none of it in the default render
+    default = {(d["kind"], d["metadata"]["name"]) for d in RENDERS["default"]}
+    assert not default & {("StatefulSet", "slurmpod-db"), ("StatefulSet", "slurmpod-accounting"),
+                          ("StatefulSet", "slurmpod-restapi"), ("Service", "slurmpod-restapi")}
 
 
 def test_kustomization_builds_the_same_objects() -> None:
@@ -131,6 +163,30 @@ def test_topology_api_access_runs_the_controller_as_the_reader() -> None:
     assert (spec["topologyPlugin"], spec["topology"]) == ("tree", {"source": "api"})
 
 
+@pytest.mark.parametrize(("variant", "annotated", "host_path"),
+                         [("default", False, False), ("cgroup-v1", False, True), ("cgroup-v2", True, False)])
+def test_cgroup_access_adds_sys_admin_and_the_access_never_privileged(variant: str, annotated: bool,
+                                                                       host_path: bool) -> None:
+    """hostV1 mounts the node's cgroup tree; delegatedV2 asks the runtime for the pod's own subtree read-write."""
+    docs = RENDERS[variant]
+    template = _find(docs, "StatefulSet", "slurmpod-worker")["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    security = container["securityContext"]
+    assert "privileged" not in security
+    assert ("SYS_ADMIN" in security["capabilities"]["add"]) is (variant != "default")
+    assert ("io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw" in template["metadata"]["annotations"]) is annotated
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    assert ("cgroup" in volumes) is host_path
+    if host_path:
+        assert volumes["cgroup"]["hostPath"] == {"path": "/sys/fs/cgroup", "type": "Directory"}
+        assert {"name": "cgroup", "mountPath": "/sys/fs/cgroup"} in container["volumeMounts"]
+    spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
+    assert spec.get("cgroups", False) is (variant != "default")
+    for sts in ("slurmpod-controller", "slurmpod-login"):  # only workers run jobs
+        (other,) = _find(docs, "StatefulSet", sts)["spec"]["template"]["spec"]["containers"]
+        assert "SYS_ADMIN" not in other["securityContext"]["capabilities"]["add"]
+
+
 def test_no_secret_is_rendered_in_any_variant() -> None:
     assert not [d for docs in RENDERS.values() for d in docs if d["kind"] == "Secret"]
 
@@ -142,6 +198,8 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=cluster.auth=kerberos"], 'cluster.auth: "kerberos"'),
     (["--set=nodesets.workers.priorityClass=urgent"], 'nodesets.workers.priorityClass: "urgent"'),
     (["--set=topology.apiAccess=true", "--set=topology.rbac.create=false"], "topology.apiAccess"),
+    (["--set=nodesets.workers.cgroup.access=privileged"], 'nodesets.workers.cgroup.access: "privileged"'),
+    (["--set=cluster.cgroups=true"], "nodesets.workers.cgroup.access: none, but cluster.cgroups is true"),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
@@ -164,10 +222,15 @@ def _emulate(tmp_path: Path, variant: str) -> list[str]:
     return [p.name for p in plans]
 
 
-@pytest.mark.parametrize("variant", ["default", "digest", "scaled", "policy-lua"])
+@pytest.mark.parametrize("variant", ["default", "digest", "scaled", "policy-lua", "accounting", "cgroup-v1",
+                                     "cgroup-v2"])
 def test_the_emulator_runs_the_render(tmp_path: Path, variant: str) -> None:
     names = _emulate(tmp_path, variant)
-    assert names[0] == "emu-controller-0" and names[-1] == "emu-login-0", names
+    if variant == "accounting":  # database, slurmdbd, controller first; slurmrestd after login
+        assert names[:3] == ["emu-db-0", "emu-accounting-0", "emu-controller-0"], names
+        assert names[-2:] == ["emu-login-0", "emu-restapi-0"], names
+    else:
+        assert names[0] == "emu-controller-0" and names[-1] == "emu-login-0", names
     workers = 8 + 4 if variant == "scaled" else 2
     assert len([n for n in names if "-worker-" in n]) == workers
 

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("requested", "base_exists", "planned"),
     [
-        (None, True, ("base", "controller", "worker", "login")),
+        (None, True, ("base", "controller", "worker", "login", "accounting", "restapi")),
         (["worker"], True, ("worker",)),
         (["worker"], False, ("base", "worker")),
         (["login", "base", "controller"], True, ("base", "controller", "login")),

@@ -126,7 +126,7 @@ def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
     assert args["SUITE"] == "forky"
     assert args["PYTHON_REQUIREMENTS"].split() == list(flavors.PYTHON_REQUIREMENTS)
     role = build.build_args(forky, "worker", "unused")
-    packages = "slurmd openssh-server libpam-slurm-adopt slurm-wlm-nvml-plugin"
+    packages = "slurmd openssh-server libpam-slurm-adopt slurm-wlm-nvml-plugin slurm-wlm-jwt-plugin"
     assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages, "CONTRIB_SUITE": "sid"}
 
 
@@ -174,8 +174,9 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
             source = ins.args.split()[0]
             assert (ctx / source).exists(), f"{name}: COPY source {source} missing from the context"
     files = sorted(str(p.relative_to(ctx)) for p in ctx.rglob("*") if p.is_file())
+    wheel_only = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
-                "controller": ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]}
+                "controller": wheel_only, "accounting": wheel_only, "restapi": wheel_only}
     default = ["Dockerfile", "mpi_hello.c", "openmpi-mca-params.conf", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl",
                "sshd_slurmpod.conf"]
     assert files == expected.get(name, default)

@@ -23,10 +23,17 @@ def test_table_matches_the_contract() -> None:
 @pytest.mark.parametrize("name", sorted(flavors.FLAVORS))
 def test_role_packages(name: str) -> None:
     f = flavors.get(name)
-    assert f.role_packages("controller") == ("slurmctld",)
-    assert f.role_packages("worker") == ("slurmd", "openssh-server", "libpam-slurm-adopt", "slurm-wlm-nvml-plugin")
+    jwt = flavors.JWT_PLUGIN_PACKAGE
+    assert f.role_packages("controller") == ("slurmctld", jwt)
+    assert f.role_packages("worker") == ("slurmd", "openssh-server", "libpam-slurm-adopt", "slurm-wlm-nvml-plugin",
+                                         jwt)
+    # auth/jwt wherever slurm.conf is read: the chart's restapi.enabled puts AuthAltTypes=auth/jwt in it
+    for role in flavors.ROLES:
+        assert jwt in f.role_packages(role), role
+    assert {"slurmdbd", "mariadb-server"} <= set(f.role_packages("accounting"))
+    assert "slurmrestd" in f.role_packages("restapi")
     login = f.role_packages("login")
-    assert {"slurm-client", "openssh-server"} <= set(login)
+    assert {"slurm-client", "openssh-server", "openssh-client"} <= set(login)  # users ssh to their jobs
     assert ("sackd" in login) is f.has_sackd
     base = f.role_packages("base")
     assert {"munge", "python3", "bash", "procps", "iproute2", "slurm-client"} <= set(base)

@@ -16,7 +16,8 @@ from slurmpod_host.images import pin
 ROOT = Path(__file__).resolve().parents[2]
 CHART_VALUES = ROOT / "deploy" / "helm" / "slurmpod" / "values.yaml"
 GOLDEN = Path(__file__).parent / "golden" / "pin"
-IDS = {"controller": "sha256:" + "c" * 64, "worker": "sha256:" + "a" * 64, "login": "sha256:" + "d" * 64}
+IDS = {"controller": "sha256:" + "c" * 64, "worker": "sha256:" + "a" * 64, "login": "sha256:" + "d" * 64,
+       "accounting": "sha256:" + "b" * 64, "restapi": "sha256:" + "f" * 64}
 PUSHED_WORKER = "sha256:" + "e" * 64
 
 
@@ -37,7 +38,7 @@ def test_chart_values_change_only_in_their_digests(tmp_path: Path) -> None:
     shutil.copy(CHART_VALUES, values)
     original = CHART_VALUES.read_text()
     expected = original
-    for role in ("controller", "worker", "login"):  # the file's order
+    for role in ("controller", "worker", "login", "accounting", "accounting", "restapi"):  # the file's order
         expected = expected.replace('digest: ""', f'digest: "{IDS[role]}"', 1)
     assert expected != original
     assert _run(values) == expected
@@ -48,7 +49,8 @@ def test_pinned_chart_values_render_digests(tmp_path: Path) -> None:
     shutil.copy(CHART_VALUES, values)
     _run(values)
     helm = str(ROOT / ".tools/bin/helm")
-    done = subprocess.run([helm, "template", "x", str(CHART_VALUES.parent), "-f", str(values)],
+    done = subprocess.run([helm, "template", "x", str(CHART_VALUES.parent), "-f", str(values),
+                           "--set=accounting.enabled=true", "--set=restapi.enabled=true"],
                           capture_output=True, text=True, timeout=60, check=True)
     images = {c["image"] for d in yaml.safe_load_all(done.stdout) if d and d["kind"] == "StatefulSet"
               for c in d["spec"]["template"]["spec"]["containers"]}
@@ -70,8 +72,10 @@ def test_explicit_path(tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     shutil.copy(CHART_VALUES, values)
     text = _run(values, [("loginsets.login.login.image", "login")])
-    assert text == CHART_VALUES.read_text().replace('digest: ""', f'digest: "{IDS["login"]}"').replace(
-        f'digest: "{IDS["login"]}"', 'digest: ""', 2)
+    parts = CHART_VALUES.read_text().split('digest: ""')
+    seps = ['digest: ""'] * (len(parts) - 1)
+    seps[2] = f'digest: "{IDS["login"]}"'  # the third image object of the file (controller, worker, login, ...)
+    assert text == parts[0] + "".join(sep + part for sep, part in zip(seps, parts[1:], strict=True))
 
 
 @pytest.mark.parametrize(("content", "paths", "field", "value"), [

@@ -110,8 +110,29 @@ def test_concurrent_calls_agree_and_are_timed(built: tuple[Path, Path], tmp_path
     out = _run(built, policy, "--threads", "8", "--repeat", "40", "preempt:8:2", stats_file=stats_file)
     assert "threads=8 repeat=40 mismatches=0" in out.stdout, out.stdout + out.stderr
     s = stats.read(stats_file)
-    assert (s.calls, s.failures) == (8 * 40 + 1, 0)
+    assert (s.calls, s.fast, s.failures) == (8 * 40 + 1, 8 * 40 + 1, 0)  # the default policy is decided in C
     assert 0 < s.p50_us <= s.p99_us and json.loads(stats_file.read_text())["bucket_us"] == 1
+
+
+def test_a_policy_swapped_in_takes_effect_on_the_next_call(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """The C fast path's table is recompiled when the policy file changes, and a policy it cannot compile
+    (a site rule) sends every call to Python."""
+    policy, capped, ruled = tmp_path / "policy.yaml", tmp_path / "capped.yaml", tmp_path / "ruled.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    capped.write_text("tiers: [{name: t, partitions: [main], maxTimeMinutes: 7}]\n", encoding="utf-8")
+    (tmp_path / "rules.py").write_text("def rule(job, decision):\n    raise RuntimeError('boom')\n",
+                                       encoding="utf-8")
+    ruled.write_text("rules: [{file: rules.py}]\n", encoding="utf-8")
+    stats_file = tmp_path / "stats.json"
+    out = _run(built, policy, "main", f"--swap={capped}", "main:0:1", f"--swap={ruled}", "main:0:2",
+               stats_file=stats_file)
+    assert out.stdout.count("swap=0") == 2, out.stdout + out.stderr
+    jobs = _lines(out)
+    assert (jobs["main"]["rc"], jobs["main"]["time_limit"]) == ("0", str(0xFFFFFFFE))
+    assert (jobs["main:0:1"]["rc"], jobs["main:0:1"]["time_limit"]) == ("0", "7")
+    assert jobs["main:0:2"]["err"] == "rejected by cluster policy: rule rules.py:rule failed: RuntimeError: boom"
+    assert "every job is decided in Python: site rules run in Python for every job" in out.stderr
+    assert stats.read(stats_file).fast == 2
 
 
 def test_unloaded_and_loaded_again_in_the_same_process(built: tuple[Path, Path], tmp_path: Path) -> None:

@@ -33,3 +33,12 @@ def test_reads_the_shims_json(tmp_path: Path) -> None:
 def test_a_malformed_file_names_the_field() -> None:
     with pytest.raises(BadInput, match=r"stats\.buckets\.x"):
         stats.parse({"calls": 1, "failures": 0, "sum_ns": 1, "max_ns": 1, "buckets": {"x": 1}})
+
+
+def test_delta_counts_only_the_calls_between_two_snapshots() -> None:
+    before = {"calls": 4, "fast": 3, "failures": 1, "sum_ns": 200_000, "max_ns": 90_000, "bucket_us": 1,
+              "buckets": {"30": 3, "90": 1}}
+    after = {"calls": 7, "fast": 6, "failures": 1, "sum_ns": 230_000, "max_ns": 90_000, "bucket_us": 1,
+             "buckets": {"5": 2, "30": 4, "90": 1}}
+    s = stats.parse(stats.delta(before, after))
+    assert (s.calls, s.fast, s.failures, s.mean_us, s.p50_us, s.p99_us) == (3, 3, 0, 10.0, 6, 31)

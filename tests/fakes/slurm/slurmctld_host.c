@@ -1,7 +1,9 @@
 /* A stand-in for slurmctld: loads job_submit_slurmpod.so the way Slurm's plugin loader does (dlopen,
  * dlsym of the plugin symbols), provides the libslurmfull functions the plugin imports, and submits the
  * jobs named on the command line, one line of key=value output per job.
- *   slurmctld_host PLUGIN.so [--threads N --repeat M] PARTITION[:GPUS_PER_NODE[:NODES]] ...  */
+ *   slurmctld_host PLUGIN.so [--threads N --repeat M] PARTITION[:GPUS_PER_NODE[:NODES]] ...
+ * A job argument "--swap=FILE" renames FILE over $SLURMPOD_POLICY instead (a ConfigMap update).
+ * HOST_UNIQUE=1 gives every submission its own job name (as sbatch -J NAME-$i would). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -35,12 +37,13 @@ int slurm_error(const char *fmt, ...)
 typedef int (*submit_fn)(job_desc_msg_t *, uint32_t, char **);
 static submit_fn job_submit;
 static const char *thread_job;
-static int repeat = 1, bad_threads;
+static int repeat = 1, bad_threads, unique_names;
+static unsigned serial;
 
 static int submit(const char *spec, char *line, size_t len)
 {
     job_desc_msg_t d;
-    char part[256], *err = NULL, *colon;
+    char part[256], name[64], *err = NULL, *colon;
     int rc, gpus = 0, nodes = 1;
 
     memset(&d, 0, sizeof(d));
@@ -53,6 +56,10 @@ static int submit(const char *spec, char *line, size_t len)
     }
     d.partition = strdup(part);
     d.min_nodes = (uint32_t) nodes;
+    if (unique_names) {
+        snprintf(name, sizeof(name), "job-%u", __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+        d.name = name;
+    }
     if (gpus) {
         d.tres_per_node = malloc(32);
         snprintf(d.tres_per_node, 32, "gres/gpu:%d", gpus);
@@ -99,6 +106,7 @@ int main(int argc, char **argv)
         printf("missing plugin symbols\n");
         return 3;
     }
+    unique_names = getenv("HOST_UNIQUE") != NULL;
     printf("plugin_type=%s plugin_version=%u init=%d\n", type, *version, init());
     if (argc > 3 && !strcmp(argv[2], "--threads")) {
         threads = atoi(argv[3]);
@@ -106,6 +114,10 @@ int main(int argc, char **argv)
         i = 6;
     }
     for (; i < argc; i++) {
+        if (!strncmp(argv[i], "--swap=", 7)) {
+            printf("swap=%d\n", rename(argv[i] + 7, getenv("SLURMPOD_POLICY")));
+            continue;
+        }
         if (threads) {
             pthread_t t[64];
             thread_job = argv[i];

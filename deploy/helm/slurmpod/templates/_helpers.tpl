@@ -135,3 +135,13 @@ livenessProbe:
     defaultMode: 0400
     optional: true
 {{- end -}}
+
+
+{{/* auth/jwt's key (restapi.enabled): slurmctld and slurmdbd install it for SlurmUser at start. */}}
+{{- define "slurmpod.jwtVolume" -}}
+- name: jwt-key
+  secret:
+    secretName: {{ include "slurmpod.secretName" (dict "root" . "key" "jwtKey" "default" "jwt-key") }}
+    defaultMode: 0400
+{{- end -}}
+

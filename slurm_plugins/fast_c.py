@@ -1,0 +1,372 @@
+"""The plugin's compiled fast path, in C: the built-in tier rules over a table Python compiles from the policy.
+
+Python still owns the policy: `fastpath.plan` turns a loaded `Policy` into a `slurmpod_fast_t` table (names
+as "|a|b|" lists, the constant notes already formatted), and `slurmpod_fast_decide` applies the same rules as
+`tier_rules.check` + `engine.decide` to one request without entering Python (no GIL, no thread state, no
+objects): cpu-only partitions, tier matching by partition or QoS, access by user or account, time caps,
+requeue and the grace signal. It answers only what it can answer exactly like Python, and returns 0 (ask
+Python) for everything else: site rules, an unusable policy, access by group, a multi-node job under a
+topology rule, any string that is not printable ASCII, a value too long for the buffers.
+`tests/unit/test_policy_fastpath.py` compiles this file on its own and checks, over generated policies and
+requests, that every answer it gives is byte for byte the answer of the Python path.
+"""
+
+from __future__ import annotations
+
+# Declarations shared with cffi (no macros: cffi's cdef needs literal sizes). Sizes are checked by fastpath.plan.
+FAST_STRUCTS = r"""
+typedef struct {
+    char name[64];
+    char partitions[512], qos[512];   /* "|a|b|": matched by any of these partitions or QoS */
+    char users[512], accounts[512];   /* access: these users or accounts (when not everyone) */
+    uint32_t everyone, has_groups;    /* has_groups: access by group, which only Python can check */
+    uint32_t requeue, has_grace, grace_signal, grace_seconds, grace_batch;
+    uint32_t has_cap, max_time, clamp;
+    char note_requeue[256], note_grace[256];
+} slurmpod_fast_tier_t;
+
+typedef struct {
+    uint32_t ok;                      /* 1: decide in C what this table covers; 0: every call goes to Python */
+    char why[256];                    /* when not ok: why, for slurmctld's log */
+    int64_t key_ino, key_mtime_ns, key_size;   /* the policy file this table was compiled from (stat) */
+    uint32_t ntiers, has_default, default_tier;
+    uint32_t topology_active, gpu_jobs_only;
+    char cpu_only[1024];
+    slurmpod_fast_tier_t tiers[8];
+} slurmpod_fast_t;
+"""
+
+FAST_API = r"""
+int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, const char *user,
+                         slurmpod_out_t *out);
+"""
+
+# Needs <stdint.h>, <stdio.h>, <string.h> and STRUCTS + FAST_STRUCTS declared before it.
+FAST_C = r"""
+#include <stdarg.h>
+#define SPF_NO_VAL 0xfffffffeu   /* slurm.h NO_VAL */
+#define SPF_NO_VAL16 0xfffeu     /* slurm.h NO_VAL16 */
+#define SPF_INFINITE 0xffffffffu /* slurm.h INFINITE */
+#define SPF_KILL_JOB_BATCH 0x1u  /* slurm.h KILL_JOB_BATCH: --signal=B: */
+#define SPF_MAX_TOKENS 32
+
+/* Printable ASCII only: Python would decode anything else (and its log line would differ). */
+static int spf_printable(const char *s)
+{
+    for (; s && *s; s++)
+        if ((unsigned char) *s < 0x20 || (unsigned char) *s > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* The quote Python's repr() puts around s: ' unless s holds ' and no "; 0 when repr would escape
+ * something (a backslash, or both quotes), which C leaves to Python. */
+static char spf_quote(const char *s)
+{
+    int single = 0, dbl = 0;
+
+    for (; *s; s++) {
+        if (*s == '\\')
+            return 0;
+        single |= *s == '\'';
+        dbl |= *s == '"';
+    }
+    return single ? (dbl ? 0 : '"') : '\'';
+}
+
+/* s[0..n) is one of the names in "|a|b|" (names hold no '|'). */
+static int spf_in(const char *list, const char *s, size_t n)
+{
+    const char *p = list;
+
+    while (p && *p == '|' && p[1]) {
+        const char *end = strchr(p + 1, '|');
+        if (!end)
+            return 0;
+        if ((size_t) (end - p - 1) == n && !memcmp(p + 1, s, n))
+            return 1;
+        p = end;
+    }
+    return 0;
+}
+
+typedef struct { const char *s; size_t n; } spf_tok_t;
+
+/* Python: tuple(p.strip() for p in partition.split(",") if p.strip()); -1 when there are too many. */
+static int spf_split(const char *s, spf_tok_t *tok)
+{
+    int n = 0;
+
+    while (s && *s) {
+        const char *end = strchr(s, ',');
+        const char *b = s, *e = end ? end : s + strlen(s);
+        while (b < e && *b == ' ')
+            b++;
+        while (e > b && e[-1] == ' ')
+            e--;
+        if (e > b) {
+            if (n == SPF_MAX_TOKENS)
+                return -1;
+            tok[n].s = b;
+            tok[n++].n = (size_t) (e - b);
+        }
+        s = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* A count: 1 and *value when s..e is all digits, 0 when it is not a count, -1 when it has so many
+ * digits that C cannot be sure of the sum (Python decides). */
+static int spf_count(const char *s, const char *e, uint64_t *value)
+{
+    uint64_t v = 0;
+    const char *p;
+
+    if (s == e)
+        return 0;
+    for (p = s; p < e; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        v = v * 10 + (uint64_t) (*p - '0');
+    }
+    if (e - s > 9)
+        return -1;
+    *value = v;
+    return 1;
+}
+
+static int spf_type_char(char c, int first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+           (!first && ((c >= '0' && c <= '9') || c == '.' || c == '-'));
+}
+
+/* request.gpu_count: entries split on , and ;, stripped, each matching
+ * ^gres[/:]gpu(?::TYPE)?(?:[:=]COUNT)?$ with TYPE [A-Za-z_][\w.-]* and COUNT \d+ (1 without a count).
+ * TYPE holds no ':' or '=', so the longest TYPE is the only one that can match.
+ * Returns 0 when C cannot be sure (a count of 10 digits or more). */
+static int spf_gpus(const char *tres, uint64_t *total)
+{
+    *total = 0;
+    while (tres && *tres) {
+        const char *end = tres + strcspn(tres, ",;");
+        const char *b = tres, *e = end, *r;
+        uint64_t count = 1;
+        int match = 0;
+
+        while (b < e && *b == ' ')
+            b++;
+        while (e > b && e[-1] == ' ')
+            e--;
+        if (e - b >= 8 && !memcmp(b, "gres", 4) && (b[4] == '/' || b[4] == ':') && !memcmp(b + 5, "gpu", 3)) {
+            r = b + 8;
+            if (r + 1 < e && *r == ':' && spf_type_char(r[1], 1))
+                for (r += 2; r < e && spf_type_char(*r, 0); r++)
+                    ;
+            if (r == e)
+                match = 1;
+            else if (*r == ':' || *r == '=')
+                match = spf_count(r + 1, e, &count);
+            if (match < 0)
+                return 0;
+        }
+        if (match)
+            *total += count;
+        tres = *end ? end + 1 : end;
+    }
+    return 1;
+}
+
+/* Python's ordering of two ASCII names. */
+static int spf_cmp(const spf_tok_t *a, const spf_tok_t *b)
+{
+    int c = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
+    return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+typedef struct {
+    char text[1024];
+    size_t len;
+    int full;
+} spf_buf_t;
+
+static void spf_add(spf_buf_t *b, const char *sep, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void spf_add(spf_buf_t *b, const char *sep, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->full)
+        return;
+    if (b->len && sep) {
+        n = snprintf(b->text + b->len, sizeof(b->text) - b->len, "%s", sep);
+        if (n < 0 || (size_t) n >= sizeof(b->text) - b->len) {
+            b->full = 1;
+            return;
+        }
+        b->len += (size_t) n;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(b->text + b->len, sizeof(b->text) - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t) n >= sizeof(b->text) - b->len)
+        b->full = 1;
+    else
+        b->len += (size_t) n;
+}
+
+#define SPF_SET_TIME_LIMIT (1u << 2)
+#define SPF_SET_REQUEUE (1u << 3)
+#define SPF_SET_WARN_SIGNAL (1u << 4)
+#define SPF_SET_WARN_TIME (1u << 5)
+#define SPF_SET_WARN_FLAGS (1u << 6)
+
+/* 1: *out holds the decision (verdict, fields, message, log line); 0: ask Python. */
+int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, const char *user,
+                         slurmpod_out_t *out)
+{
+    spf_tok_t parts[SPF_MAX_TOKENS];
+    const slurmpod_fast_tier_t *tiers[8];
+    spf_buf_t notes = { .len = 0 }, rules = { .len = 0 }, reject = { .len = 0 };
+    const char *qos = (req->qos && req->qos[0]) ? req->qos : NULL;
+    const char *account = (req->account && req->account[0]) ? req->account : NULL;
+    const char *partition = (req->partition && req->partition[0]) ? req->partition : NULL;
+    uint64_t per_job, per_node;
+    uint32_t nodes, ntiers = 0, i;
+    int nparts, gpus, n;
+    char quote;
+
+    if (!t || !t->ok || !user || !user[0] || !spf_printable(user) || !spf_printable(req->partition) ||
+        !spf_printable(req->qos) || !spf_printable(req->account) || !spf_printable(req->tres_per_node) ||
+        !spf_printable(req->tres_per_job))
+        return 0;
+    if ((nparts = spf_split(partition, parts)) < 0)
+        return 0;
+    if (!spf_gpus(req->tres_per_job, &per_job) || !spf_gpus(req->tres_per_node, &per_node))
+        return 0;
+    nodes = (req->min_nodes != SPF_NO_VAL && req->min_nodes > 0) ? req->min_nodes : 1;
+    gpus = per_job > 0 || per_node > 0;
+
+    /* tier_rules.check: GPU jobs are refused in CPU-only partitions (the first such name, sorted). */
+    if (gpus) {
+        const spf_tok_t *first = NULL;
+        for (n = 0; n < nparts; n++)
+            if (spf_in(t->cpu_only, parts[n].s, parts[n].n) && (!first || spf_cmp(&parts[n], first) < 0))
+                first = &parts[n];
+        if (first) {
+            spf_add(&reject, NULL, "partition %.*s has no GPUs; submit GPU jobs to a GPU partition",
+                    (int) first->n, first->s);
+            spf_add(&rules, NULL, "cpu-only-partition");
+            goto decided;
+        }
+    }
+    /* tiers_of: by partition or QoS, lowest first; else the default tier. */
+    for (i = 0; i < t->ntiers && i < 8; i++) {
+        const slurmpod_fast_tier_t *tier = &t->tiers[i];
+        int hit = qos && spf_in(tier->qos, qos, strlen(qos));
+        for (n = 0; n < nparts && !hit; n++)
+            hit = spf_in(tier->partitions, parts[n].s, parts[n].n);
+        if (hit)
+            tiers[ntiers++] = tier;
+    }
+    if (!ntiers && t->has_default && t->default_tier < t->ntiers && t->default_tier < 8)
+        tiers[ntiers++] = &t->tiers[t->default_tier];
+    for (i = 0; i < ntiers; i++) {
+        const slurmpod_fast_tier_t *tier = tiers[i];
+        if (tier->everyone || spf_in(tier->users, user, strlen(user)) ||
+            (account && spf_in(tier->accounts, account, strlen(account))))
+            continue;
+        if (tier->has_groups)
+            return 0; /* the user's groups are Python's to resolve */
+        spf_add(&reject, NULL, "user %s may not use the %s tier (account %s)", user, tier->name,
+                account ? account : "(default)");
+        spf_add(&rules, NULL, "tier-access");
+        goto decided;
+    }
+    if (ntiers) {
+        const slurmpod_fast_tier_t *cap = NULL, *lowest = tiers[0];
+        for (i = 0; i < ntiers; i++)
+            if (tiers[i]->has_cap && (!cap || tiers[i]->max_time < cap->max_time))
+                cap = tiers[i];
+        if (cap) {
+            if (req->time_limit == SPF_NO_VAL) {
+                out->set |= SPF_SET_TIME_LIMIT;
+                out->time_limit = cap->max_time;
+                spf_add(&notes, "; ", "time limit set to the %s cap of %u min", cap->name, cap->max_time);
+                spf_add(&rules, ",", "tier-time-cap");
+            } else if (req->time_limit > cap->max_time) {
+                char asked[32];
+                if (req->time_limit == SPF_INFINITE)
+                    snprintf(asked, sizeof(asked), "UNLIMITED");
+                else
+                    snprintf(asked, sizeof(asked), "%u min", req->time_limit);
+                if (cap->clamp) {
+                    out->set |= SPF_SET_TIME_LIMIT;
+                    out->time_limit = cap->max_time;
+                    spf_add(&notes, "; ", "time limit lowered from %s to %u min", asked, cap->max_time);
+                } else {
+                    spf_add(&reject, NULL, "time limit %s exceeds the %s tier's cap of %u min", asked, cap->name,
+                            cap->max_time);
+                }
+                spf_add(&rules, ",", "tier-time-cap");
+            }
+        }
+        if (lowest->requeue && (req->requeue == SPF_NO_VAL16 || req->requeue == 0)) {
+            out->set |= SPF_SET_REQUEUE;
+            out->requeue = 1;
+            spf_add(&notes, "; ", "%s", lowest->note_requeue);
+            spf_add(&rules, ",", "tier-requeue");
+        }
+        if (lowest->has_grace && (req->warn_signal == SPF_NO_VAL16 || req->warn_signal == 0)) {
+            uint32_t flags = req->warn_flags == SPF_NO_VAL16 ? 0 : req->warn_flags;
+            out->set |= SPF_SET_WARN_SIGNAL | SPF_SET_WARN_TIME | SPF_SET_WARN_FLAGS;
+            out->warn_signal = lowest->grace_signal;
+            out->warn_time = lowest->grace_seconds;
+            out->warn_flags = lowest->grace_batch ? flags | SPF_KILL_JOB_BATCH : flags;
+            spf_add(&notes, "; ", "%s", lowest->note_grace);
+            spf_add(&rules, ",", "tier-grace-signal");
+        }
+    }
+    /* topology_rules.check: only multi-node jobs (GPU jobs, with gpuJobsOnly) are placed: Python's. */
+    if (!reject.len && t->topology_active && nodes > 1 && (!t->gpu_jobs_only || gpus))
+        return 0;
+
+decided:
+    if (notes.full || rules.full || reject.full)
+        return 0;
+    if (reject.len) {
+        out->verdict = 2;
+        out->set = 0;
+        out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;
+        memcpy(out->message, reject.text, reject.len + 1);
+    } else if (req->is_modify) { /* engine._builtin: a modification is refused or accepted, never changed */
+        out->verdict = 0;
+        out->set = 0;
+        out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;
+        out->message[0] = '\0';
+        rules.len = 0;
+        rules.text[0] = '\0';
+    } else {
+        out->verdict = out->set ? 1 : 0;
+        memcpy(out->message, notes.text, notes.len + 1);
+    }
+    if (!(quote = spf_quote(out->message)))
+        return 0;
+    {
+        char job[16];
+        static const char *verdicts[] = { "accept", "modify", "reject" };
+        if (req->job_id != SPF_NO_VAL && req->job_id != 0)
+            snprintf(job, sizeof(job), "%u", req->job_id);
+        else
+            snprintf(job, sizeof(job), "new");
+        n = snprintf(out->log, sizeof(out->log), "%s job=%s user=%s partition=%s verdict=%s rules=%s message=%c%s%c",
+                     req->is_modify ? "modify" : "submit", job, user, partition ? partition : "-",
+                     verdicts[out->verdict], rules.len ? rules.text : "-", quote, out->message, quote);
+        if (n < 0 || (size_t) n >= sizeof(out->log))
+            return 0;
+    }
+    return 1;
+}
+"""

@@ -1,0 +1,212 @@
+"""Accounting (slurmdbd + MariaDB) and REST (slurmrestd, JWT) end to end, on both flavors.
+
+This module runs its own cluster (`spacct`, one worker) from deploy/kubernetes/accounting, the chart's
+render with `accounting.enabled` and `restapi.enabled`: a db pod (MariaDB on its own volume), slurmdbd,
+the controller wired to it (the chart's QoS `low` and `urgent`, urgent preempting low by preempt/qos), and
+slurmrestd. It is removed at the end, also when a test fails.
+Ref: https://slurm.schedmd.com/accounting.html, https://slurm.schedmd.com/preempt.html,
+https://slurm.schedmd.com/rest.html
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clusterkit import Session, own_cluster, wait_for
+
+from slurmpod import well_known as wk
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.smoke]
+
+NAME = "spacct"
+WORKERS = 1
+MANIFESTS = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "accounting"
+# Bounds, not timings (printed): slurmctld sends a finished job to slurmdbd at once, or when it reconnects.
+SACCT_WAIT_S = 60.0
+# A start waits at most one scheduling pass (main loop at least every 60 s); a preempted batch job is killed
+# by SIGTERM at once (`sleep`); a requeued job may be held up to the credential lifetime (120 s) before it
+# is eligible again, then runs 20 s. Ref: https://slurm.schedmd.com/sched_config.html
+START_WAIT_S = 90.0
+PREEMPT_WAIT_S = 120.0
+REQUEUE_COMPLETE_WAIT_S = 300.0
+
+
+@pytest.fixture(scope="module")
+def acct(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    with own_cluster(docker_client, NAME, flavor, WORKERS, tmp_path_factory.mktemp("spacct-state"),
+                     "--manifests", str(MANIFESTS)) as s:
+        assert s.cluster.db and s.cluster.accounting and s.cluster.restapi, s.cluster
+        yield s
+
+
+def _root(s: Session, *argv: str) -> str:
+    result = s.root_in(s.cluster.controller, *argv, timeout=60)
+    assert result.code == 0, f"{' '.join(argv)}: {result.stderr}"
+    return result.stdout
+
+
+def _job(s: Session, job_id: str) -> dict[str, str]:
+    out = _root(s, "scontrol", "show", "job", job_id, "--oneliner")
+    return dict(item.split("=", 1) for item in out.split() if "=" in item)
+
+
+def _submit(s: Session, *args: str) -> str:
+    result = s.as_researcher("sbatch", "--parsable", "-o", "/dev/null", *args)
+    assert result.code == 0, result.stderr
+    return result.stdout.strip().split(";")[0]
+
+
+def test_slurmdbd_conf_and_key_files_are_slurms_alone(acct: Session) -> None:
+    pod = acct.cluster.accounting
+    assert pod is not None
+    conf = acct.root_in(pod, "stat", "-c", "%a %U %G", wk.SLURMDBD_CONF).stdout.split()
+    assert conf == ["600", "slurm", "slurm"]
+    text = acct.root_in(pod, "cat", wk.SLURMDBD_CONF).stdout
+    assert f"StorageHost={acct.cluster.db}" in text
+    assert acct.root_in(pod, "ps", "-o", "user=", "-C", "slurmdbd").stdout.split() == ["slurm"]
+    for p in (acct.cluster.controller, pod):
+        assert acct.root_in(p, "stat", "-c", "%a %U", wk.JWT_KEY).stdout.split() == ["400", "slurm"], p
+    assert acct.cluster.db is not None
+    assert acct.root_in(acct.cluster.db, "ps", "-o", "user=", "-C", "mariadbd").stdout.split() == ["mysql"]
+
+
+def test_controller_is_wired_to_slurmdbd(acct: Session) -> None:
+    config = _root(acct, "scontrol", "show", "config")
+    settings = {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in config.splitlines())}
+    assert settings["AccountingStorageType"] == "accounting_storage/slurmdbd"
+    assert settings["AccountingStorageHost"] == acct.cluster.accounting
+    assert settings["PreemptType"] == "preempt/qos"
+    assert "auth/jwt" in settings["AuthAltTypes"]
+    clusters = _root(acct, "sacctmgr", "-n", "-P", "show", "cluster", "format=cluster").split()
+    assert "slurmpod" in clusters  # the chart's clusterName (the release)
+
+    def qos() -> dict[str, list[str]] | None:
+        out = _root(acct, "sacctmgr", "-n", "-P", "show", "qos", "format=name,priority,preempt,preemptmode")
+        rows = {line.split("|")[0]: line.split("|") for line in out.splitlines() if line}
+        return rows if {"low", "urgent"} <= rows.keys() else None
+
+    rows, took = wait_for("QoS low and urgent in slurmdbd", qos, 60.0, poll=1.0)
+    print(f"QoS made by the controller's accounting-setup {took:.1f} s after cluster up")
+    assert rows["urgent"][1:3] == ["1000", "low"] and rows["low"][1] == "10"
+    assert rows["low"][3].lower() == "requeue"
+
+
+def test_sacct_lists_finished_jobs(acct: Session) -> None:
+    done = acct.as_researcher("sbatch", "--parsable", "--wait", "-o", "/dev/null", "--wrap", "true", timeout=180)
+    assert done.code == 0, done.stderr
+    job_id = done.stdout.strip().split(";")[0]
+
+    def listed() -> list[str] | None:
+        out = _root(acct, "sacct", "-a", "-n", "-P", "-X", "-j", job_id, "--format=JobID,State,User")
+        rows = [line.split("|") for line in out.splitlines() if line]
+        return rows[0] if rows and rows[0][1] == "COMPLETED" else None
+
+    row, took = wait_for(f"job {job_id} COMPLETED in sacct", listed, SACCT_WAIT_S, poll=1.0)
+    print(f"sacct listed job {job_id} {took:.1f} s after it ended")
+    assert row == [job_id, "COMPLETED", wk.DEMO_USER]
+    mine = acct.as_researcher("sacct", "-n", "-P", "-X", "--format=JobID,State")  # an ordinary user's own jobs
+    assert mine.code == 0, mine.stderr
+    assert f"{job_id}|COMPLETED" in mine.stdout.split()
+
+
+def test_urgent_qos_requeues_a_running_low_qos_job_which_completes_later(acct: Session) -> None:
+    whole = ("-N", "1", "--exclusive")
+    low = _submit(acct, "--qos=low", *whole, "-t", "10", "--wrap", "sleep 20")
+    high = ""
+    try:
+        _, took = wait_for(f"job {low} running", lambda: _job(acct, low)["JobState"] == "RUNNING" or None,
+                           START_WAIT_S, poll=1.0)
+        print(f"low-QoS job {low} running after {took:.1f} s (bound {START_WAIT_S:.0f} s)")
+        high = _submit(acct, "--qos=urgent", *whole, "-t", "5", "--wrap", "sleep 5")
+
+        def preempted() -> bool | None:
+            lj, hj = _job(acct, low), _job(acct, high)
+            return (int(lj.get("Restarts", "0")) >= 1 and hj["JobState"] in ("RUNNING", "COMPLETED")) or None
+
+        _, took = wait_for(f"job {low} preempted by {high}", preempted, PREEMPT_WAIT_S, poll=1.0)
+        print(f"urgent-QoS job {high} running, {low} requeued, after {took:.1f} s (bound {PREEMPT_WAIT_S:.0f} s)")
+        requeued = _job(acct, low)
+        assert requeued["JobState"] not in ("CANCELLED", "FAILED", "PREEMPTED")
+        if requeued["JobState"] == "PENDING" and requeued.get("Reason") == "BeginTime":
+            # slurmctld holds a requeued job back (up to the credential lifetime, 120 s) before it may start
+            # again; that delay is Slurm's, not the preemption's, so the test lifts it as an admin could.
+            print(f"requeued job {low} held until {requeued.get('StartTime')}: released with StartTime=now")
+            _root(acct, "scontrol", "update", f"jobid={low}", "StartTime=now")
+        _, took = wait_for(f"job {low} completed after its requeue",
+                           lambda: _job(acct, low)["JobState"] == "COMPLETED" or None, REQUEUE_COMPLETE_WAIT_S,
+                           poll=1.0)
+        print(f"requeued job {low} completed {took:.1f} s later (bound {REQUEUE_COMPLETE_WAIT_S:.0f} s)")
+        assert _job(acct, high)["JobState"] == "COMPLETED"
+        assert int(_job(acct, low)["Restarts"]) >= 1
+    finally:
+        for job_id in (low, high):
+            if job_id:
+                acct.root_in(acct.cluster.controller, "scancel", job_id)
+
+
+# Runs in the login pod (python from slurmpod's venv): one GET, prints "<status> <body>".
+_GET = r"""
+import sys, urllib.request, urllib.error
+req = urllib.request.Request(sys.argv[1])
+if len(sys.argv) > 2:
+    req.add_header("X-SLURM-USER-NAME", sys.argv[2]); req.add_header("X-SLURM-USER-TOKEN", sys.argv[3])
+try:
+    with urllib.request.urlopen(req, timeout=30) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+"""
+
+
+def _get(s: Session, path: str, token: str | None) -> tuple[int, str]:
+    url = f"http://{s.cluster.restapi}:{wk.SLURMRESTD_PORT}{path}"
+    auth = [wk.DEMO_USER, token] if token else []
+    result = s.root_in(s.cluster.login, f"{wk.VENV_DIR}/bin/python", "-c", _GET, url, *auth, timeout=60)
+    assert result.code == 0, result.stderr
+    status, _, body = result.stdout.partition(" ")
+    return int(status), body
+
+
+def _token(s: Session) -> str:
+    out = _root(s, "scontrol", "token", f"username={wk.DEMO_USER}", "lifespan=600")
+    match = re.search(r"SLURM_JWT=(\S+)", out)
+    assert match, out
+    return match.group(1)
+
+
+def test_slurmrestd_answers_with_a_token_and_refuses_without(acct: Session) -> None:
+    pod = acct.cluster.restapi
+    assert pod is not None
+    assert acct.root_in(pod, "ps", "-o", "user=", "-C", "slurmrestd").stdout.split() == [wk.SLURMRESTD_USER]
+    token = _token(acct)
+    status, body = _get(acct, "/openapi/v3", token)
+    assert status == 200, body
+    versions = sorted({m.group(1) for m in re.finditer(r"/slurm/(v0\.0\.\d+)/ping", body.replace("\\/", "/"))},
+                      key=lambda v: int(v.rsplit(".", 1)[1]))
+    assert versions, body[:400]
+    version = versions[-1]  # the newest data_parser this flavor's slurmrestd serves
+    print(f"slurmrestd {acct.flavor}: OpenAPI versions {', '.join(versions)}; using {version}")
+    if acct.flavor == "24.11":
+        assert "v0.0.41" in versions
+    status, body = _get(acct, f"/slurm/{version}/ping", token)
+    assert status == 200, body
+    pings = json.loads(body)["pings"]
+    assert pings and pings[0]["hostname"] == acct.cluster.controller, pings
+    job = _submit(acct, "--wrap", "true")
+    status, body = _get(acct, f"/slurm/{version}/jobs", token)
+    assert status == 200, body
+    assert int(job) in [j["job_id"] for j in json.loads(body)["jobs"]]
+    status, body = _get(acct, f"/slurm/{version}/ping", None)
+    assert status in (401, 403), (status, body)
+    # A token slurmctld does not accept: slurmrestd passes it through and reports the controller as not
+    # answering this client (Slurm's error), or refuses it itself.
+    status, body = _get(acct, f"/slurm/{version}/ping", "not-a-token")
+    if status not in (401, 403):
+        assert status == 200, body
+        (ping,) = json.loads(body)["pings"]
+        assert ping["responding"] is False and ping.get("pinged", "DOWN") != "UP", ping

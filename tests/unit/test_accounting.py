@@ -1,0 +1,213 @@
+"""Accounting and REST: the spec keys, slurm.conf/slurmdbd.conf rendering, the db/accounting/restapi pod
+plans, the password and init file, and the controller's idempotent sacctmgr setup (on a recording runner)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import podkit
+import pytest
+import yaml
+from test_golden import check_golden
+
+from slurmpod import well_known as wk
+from slurmpod.commands import Result
+from slurmpod.entrypoints import accounting, accounting_setup, cluster_spec, render, start
+from slurmpod.errors import BadInput
+
+ACCOUNTING = """
+accounting:
+  enabled: true
+  qos:
+    - {name: low, priority: 10, preemptMode: REQUEUE}
+    - {name: high, priority: 1000, preempt: [low]}
+restapi: {enabled: true}
+"""
+PASSWORD = "Zm9vYmFyYmF6cXV4cXV1eA-_.~+/"
+
+
+def _spec(extra: str = ACCOUNTING) -> cluster_spec.ClusterSpec:
+    return cluster_spec.parse(yaml.safe_load(podkit.SPEC_BASIC + extra))
+
+
+def test_spec_keys_parse() -> None:
+    spec = _spec()
+    assert spec.accounting.enabled and spec.restapi.enabled and spec.accounting.preempt_qos
+    assert spec.accounting.qos == (cluster_spec.QosSpec("low", 10, (), "REQUEUE"),
+                                   cluster_spec.QosSpec("high", 1000, ("low",), None))
+    off = _spec("")
+    assert not off.accounting.enabled and not off.restapi.enabled and not off.accounting.preempt_qos
+
+
+@pytest.mark.parametrize(("extra", "field", "value"), [
+    ("accounting: {enabled: yes please}\n", "accounting.enabled", "yes please"),
+    ("accounting: {enabled: true, qos: [{name: 'a b'}]}\n", "accounting.qos[0].name", "a b"),
+    ("accounting: {enabled: true, qos: [{name: hi, preempt: [lo]}]}\n", "accounting.qos[0].preempt[0]", "lo"),
+    ("accounting: {enabled: true, qos: [{name: hi, preempt: [hi]}]}\n", "accounting.qos[0].preempt[0]", "hi"),
+    ("accounting: {enabled: true, qos: [{name: hi, preemptMode: gang}]}\n", "accounting.qos[0].preemptMode",
+     "GANG"),
+    ("accounting: {enabled: true, qos: [{name: hi, priority: -1}]}\n", "accounting.qos[0].priority", "-1"),
+    ("accounting: {enabled: true, qos: [{name: a}, {name: a}]}\n", "accounting.qos", "a"),
+    ("accounting: {qos: [{name: a}]}\n", "accounting.qos", "a"),
+    ("accounting: {enabled: true, storagePass: x}\n", "accounting.storagePass", "x"),
+    ("restapi: {enabled: true, jwtKey: k}\n", "restapi.jwtKey", "k"),
+    ("restapi: on\n", "restapi", "True"),
+], ids=["flag", "name", "unknown-preempt", "self-preempt", "mode", "priority", "twice", "not-enabled",
+        "no-password-key", "no-key-key", "not-a-mapping"])
+def test_bad_spec_keys_are_named(extra: str, field: str, value: str) -> None:
+    with pytest.raises(BadInput) as exc:
+        _spec(extra)
+    assert any(p.field == field and str(p.value) == value for p in exc.value.problems), exc.value.problems
+
+
+def test_slurm_conf_with_accounting_and_jwt() -> None:
+    text = render.slurm_conf(_spec(), podkit.CONTROLLER, "slurmpod-accounting-0")
+    check_golden("slurm.conf.accounting", text)
+    lines = set(text.splitlines())
+    assert {"AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=slurmpod-accounting-0",
+            "PreemptType=preempt/qos", "AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={wk.JWT_KEY}",
+            "JobAcctGatherType=jobacct_gather/linux"} <= lines
+    assert "JobAcctGatherType=jobacct_gather/none" in render.slurm_conf(_spec(""), podkit.CONTROLLER)
+    with pytest.raises(ValueError, match="slurmdbd host"):
+        render.slurm_conf(_spec(), podkit.CONTROLLER)
+
+
+def test_slurmdbd_conf_golden() -> None:
+    conf = render.SlurmdbdConf(auth="munge", dbd_host="slurmpod-accounting-0", storage_host="slurmpod-db-0",
+                               storage_pass=PASSWORD, jwt=True)
+    check_golden("slurmdbd.conf", render.slurmdbd_conf(conf))
+
+
+def _secret(path: Path, text: str, mode: int = 0o400) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+@pytest.mark.parametrize(("text", "mode", "reason"), [
+    ("short", 0o400, "16-128 characters"),
+    ("x" * 20 + "'; DROP DATABASE x; --", 0o400, "16-128 characters"),
+    ("x" * 20 + " #comment", 0o400, "16-128 characters"),
+    ("x" * 20 + "\nStoragePass=y", 0o400, "16-128 characters"),
+    ("x" * 20, 0o444, "too open"),
+])
+def test_bad_passwords_exit_2_naming_the_file(tmp_path: Path, text: str, mode: int, reason: str) -> None:
+    path = _secret(tmp_path / "password", text, mode)
+    with pytest.raises(BadInput) as exc:
+        accounting.read_password(path)
+    assert reason in str(exc.value)
+    assert "db password secret" in str(exc.value)
+
+
+def test_password_and_init_sql(tmp_path: Path) -> None:
+    assert accounting.read_password(_secret(tmp_path / "p", PASSWORD + "\n")) == PASSWORD
+    sql = accounting.init_sql(PASSWORD)
+    assert f"IDENTIFIED BY '{PASSWORD}'" in sql and "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'%'" in sql
+    with pytest.raises(ValueError):
+        accounting.init_sql("a'b")
+    with pytest.raises(BadInput, match="missing"):
+        accounting.read_password(tmp_path / "none")
+
+
+def _pod(tmp_path: Path, role: str, spec: str = podkit.SPEC_BASIC) -> tuple[dict[str, str], start.Settings]:
+    pod = podkit.make_pod(tmp_path, role, spec=spec)
+    pw = _secret(tmp_path / "secrets/db/password", PASSWORD)
+    jwt = tmp_path / "secrets/jwt/jwt_hs256.key"
+    podkit.write_key(jwt)
+    env = pod.env(role, SLURMPOD_DB_PASSWORD_FILE=str(pw), SLURMPOD_JWT_KEY_FILE=str(jwt),
+                  SLURMPOD_DB_HOST="slurmpod-db-0", SLURMPOD_ACCOUNTING_HOST="slurmpod-accounting-0")
+    return env, start.Settings.from_env(env)
+
+
+def test_db_plan(tmp_path: Path) -> None:
+    env, settings = _pod(tmp_path, "db")
+    p = start.plan("db", env, settings)
+    assert [prog.name for prog in p.programs] == ["mariadbd"]
+    assert p.keys == ()  # no Slurm daemon, no auth key
+    (init,) = p.files
+    assert (init.path, init.mode, init.uid) == (wk.DB_INIT_FILE, 0o600, wk.MYSQL_UID)
+    assert PASSWORD in init.content
+    assert next(prog for prog in p.programs).user == "mysql"
+
+
+def test_accounting_plan(tmp_path: Path) -> None:
+    env, settings = _pod(tmp_path, "accounting")
+    p = start.plan("accounting", env, settings)
+    assert [prog.name for prog in p.programs] == ["munged", "slurmdbd"]
+    (conf,) = p.files
+    assert (conf.path, conf.mode, conf.uid, conf.gid) == (wk.SLURMDBD_CONF, 0o600, wk.SLURM_UID, wk.SLURM_UID)
+    assert "StorageHost=slurmpod-db-0\n" in conf.content and f"StoragePass={PASSWORD}\n" in conf.content
+    assert "AuthAltTypes=auth/jwt" in conf.content
+    assert [(k.dest, k.user) for k in p.keys] == [(wk.MUNGE_KEY, "munge"), (wk.JWT_KEY, "slurm")]
+    with pytest.raises(BadInput, match="SLURMPOD_DB_HOST"):
+        start.plan("accounting", {**env, "SLURMPOD_DB_HOST": "db;x"}, settings)
+
+
+def test_restapi_plan(tmp_path: Path) -> None:
+    env, settings = _pod(tmp_path, "restapi")
+    p = start.plan("restapi", env, settings)
+    assert [prog.name for prog in p.programs] == ["munged", "sackd", "slurmrestd"]
+    rest = p.programs[-1]
+    assert rest.user == wk.SLURMRESTD_USER
+    assert "rest_auth/jwt" in rest.script and f"0.0.0.0:{wk.SLURMRESTD_PORT}" in rest.script
+
+
+def test_controller_plan_with_accounting(tmp_path: Path) -> None:
+    env, settings = _pod(tmp_path, "controller", podkit.SPEC_BASIC + ACCOUNTING)
+    p = start.plan("controller", env, settings)
+    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "accounting-setup"]
+    assert (wk.JWT_KEY, "slurm") in [(k.dest, k.user) for k in p.keys]
+    slurmctld = next(prog for prog in p.programs if prog.name == "slurmctld")
+    assert f"/dev/tcp/slurmpod-accounting-0/{wk.SLURMDBD_PORT}" in slurmctld.script
+    with pytest.raises(BadInput, match="SLURMPOD_ACCOUNTING_HOST"):
+        start.plan("controller", {k: v for k, v in env.items() if k != "SLURMPOD_ACCOUNTING_HOST"}, settings)
+    os.unlink(settings.jwt_key)
+    with pytest.raises(BadInput, match="jwt key secret"):  # restapi on: the key must be mounted
+        start.plan("controller", env, settings)
+
+
+class Sacctmgr:
+    """A recording stand-in for sacctmgr over a tiny database (clusters, QoS)."""
+
+    def __init__(self, clusters: set[str], qos: set[str], down: int = 0) -> None:
+        self.clusters, self.qos, self.down = clusters, qos, down
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> Result:
+        argv = tuple(argv)
+        self.calls.append(argv)
+        if self.down:
+            self.down -= 1
+            return Result(argv, 1, "", "sacctmgr: error: Problem talking to the database: Connection refused")
+        if argv[3:5] == ("show", "cluster"):
+            return Result(argv, 0, "".join(f"{c}\n" for c in sorted(self.clusters)), "")
+        if argv[3:5] == ("show", "qos"):
+            return Result(argv, 0, "".join(f"{q}\n" for q in sorted(self.qos)), "")
+        if argv[2:4] == ("add", "cluster"):
+            self.clusters.add(argv[4])
+        elif argv[2:4] == ("add", "qos"):
+            self.qos.add(argv[4])
+        return Result(argv, 0, "", "")
+
+
+class NoSleep:
+    def monotonic(self) -> float:
+        return 0.0
+
+    def sleep(self, seconds: float) -> None:
+        del seconds
+
+
+def test_setup_registers_the_cluster_and_qos_once_slurmdbd_answers() -> None:
+    db = Sacctmgr(set(), {"normal"}, down=2)
+    done = accounting_setup.Setup(db, NoSleep()).apply(_spec())
+    assert done == ["added cluster slurmpod", "added qos low", "added qos high", "set qos low", "set qos high"]
+    assert db.calls[-2:] == [
+        ("sacctmgr", "-i", "modify", "qos", "where", "name=low", "set", "priority=10", "preemptmode=requeue"),
+        ("sacctmgr", "-i", "modify", "qos", "where", "name=high", "set", "priority=1000", "preempt=low"),
+    ]
+    again = accounting_setup.Setup(db, NoSleep()).apply(_spec())  # a restarted controller: nothing added
+    assert again == ["set qos low", "set qos high"]
