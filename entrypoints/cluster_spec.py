@@ -29,6 +29,9 @@ SELECT_TYPES = ("cons_tres", "linear")
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins
 POLICY_NONE, POLICY_SLURMPOD, POLICY_LUA = "none", "slurmpod", "lua"
 POLICIES = (POLICY_NONE, POLICY_SLURMPOD, POLICY_LUA)
+# MPI plugins a cluster may make the default (srun --mpi= still picks per step). Left out of the spec, the
+# default is pmix where the controller's Slurm has mpi_pmix.so, else none. Ref: https://slurm.schedmd.com/mpi_guide.html
+MPI_TYPES = ("pmix", "pmi2", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,7 @@ class HooksSpec:
     health_check_interval: int = 0  # seconds; 0 disables the periodic run
     health_check_node_state: tuple[str, ...] = ()
     prolog_epilog_timeout: int = 0  # seconds; 0 leaves Slurm's default (no limit)
+    task_prolog: str | None = None  # as the job's user before each task; its stdout's `export` lines
 
 
 # slurmpod's checks: what a cluster spec runs unless it says otherwise.
@@ -74,6 +78,7 @@ DEFAULT_HOOKS = HooksSpec(
     health_check_interval=wk.DEFAULT_HEALTH_CHECK_INTERVAL_S,
     health_check_node_state=wk.DEFAULT_HEALTH_CHECK_NODE_STATE,
     prolog_epilog_timeout=wk.DEFAULT_PROLOG_EPILOG_TIMEOUT_S,
+    task_prolog=wk.TASK_PROLOG_BIN,
 )
 
 
@@ -149,6 +154,10 @@ class ClusterSpec:
     topology: TopologySpec = TopologySpec()
     policy: str = POLICY_NONE
     """One of POLICIES; absent from the document: none (deploy/'s spec turns slurmpod on)."""
+    mpi_default: str | None = None
+    """One of MPI_TYPES; None: pmix where the controller's Slurm has it, else none (render.slurm_conf)."""
+    srun_port_range: str = wk.DEFAULT_SRUN_PORT_RANGE
+    """SrunPortRange: where srun listens for slurmstepd (login pods must accept it from workers)."""
     accounting: AccountingSpec = AccountingSpec()
     restapi: RestApiSpec = RestApiSpec()
 
@@ -167,6 +176,8 @@ _TOP_KEYS = {
     "cgroups",
     "topology",
     "policy",
+    "mpiDefault",
+    "srunPortRange",
     "accounting",
     "restapi",
 }
@@ -195,7 +206,7 @@ PROLOG_FLAGS = ("Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail"
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
 HEALTH_CHECK_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY")
 _HOOK_KEYS = {"prolog", "epilog", "prologFlags", "healthCheckProgram", "healthCheckInterval",
-              "healthCheckNodeState", "prologEpilogTimeout"}
+              "healthCheckNodeState", "prologEpilogTimeout", "taskProlog"}
 
 
 def _hooks(doc: object, p: Problems) -> HooksSpec:
@@ -208,7 +219,8 @@ def _hooks(doc: object, p: Problems) -> HooksSpec:
     p.unknown_keys("hooks", doc, _HOOK_KEYS)
     d = DEFAULT_HOOKS
     paths: dict[str, str | None] = {}
-    for key, default in (("prolog", d.prolog), ("epilog", d.epilog), ("healthCheckProgram", d.health_check_program)):
+    for key, default in (("prolog", d.prolog), ("epilog", d.epilog), ("healthCheckProgram", d.health_check_program),
+                         ("taskProlog", d.task_prolog)):
         value = doc.get(key, default)
         paths[key] = None if value is None else p.field(f"hooks.{key}", str(value), confvalues.path)
     lists: dict[str, tuple[str, ...]] = {}
@@ -237,7 +249,7 @@ def _hooks(doc: object, p: Problems) -> HooksSpec:
     timeout = p.field("hooks.prologEpilogTimeout", doc.get("prologEpilogTimeout", d.prolog_epilog_timeout) or 0,
                       _int(0, 65_533))
     return HooksSpec(paths["prolog"], paths["epilog"], lists["prologFlags"], paths["healthCheckProgram"],
-                     interval or 0, lists["healthCheckNodeState"], timeout or 0)
+                     interval or 0, lists["healthCheckNodeState"], timeout or 0, paths["taskProlog"])
 
 
 def _topology(doc: object, p: Problems) -> TopologySpec:
@@ -356,6 +368,15 @@ def _int(low: int, high: int) -> Callable[[str, Any], int]:
     return lambda field, value: confvalues.integer(field, value, low, high)
 
 
+def port_range(field: str, value: object) -> str:
+    """``LOW-HIGH`` of unprivileged ports. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SrunPortRange"""
+    text = str(value)
+    m = re.fullmatch(r"([0-9]{4,5})-([0-9]{4,5})", text)
+    if not m or not 1024 < int(m[1]) < int(m[2]) <= 65535:
+        raise BadInput.one(field, text, "must be LOW-HIGH with 1024 < LOW < HIGH <= 65535")
+    return text
+
+
 def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
     if not isinstance(doc, dict):
         raise BadInput.one(source, str(doc)[:80], "must be a YAML mapping")
@@ -374,6 +395,9 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
     max_nodes = p.field("maxNodes", doc.get("maxNodes", 1024), _int(1, 65_000))
     policy = p.field("policy", doc.get("policy", POLICY_NONE), _one_of(POLICIES))
     node_timeout = p.field("nodeTimeoutSeconds", doc.get("nodeTimeoutSeconds", 300), _int(10, 86_400))
+    raw_mpi = doc.get("mpiDefault")
+    mpi_default = None if raw_mpi is None else p.field("mpiDefault", raw_mpi, _one_of(MPI_TYPES))
+    srun_ports = p.field("srunPortRange", doc.get("srunPortRange", wk.DEFAULT_SRUN_PORT_RANGE), port_range)
 
     cgroups = doc.get("cgroups", False)
     if not isinstance(cgroups, bool):
@@ -431,7 +455,7 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
 
     p.raise_if_any()
     if (cluster_name is None or auth is None or select is None or topo is None or max_nodes is None
-            or node_timeout is None or policy is None):
+            or node_timeout is None or policy is None or srun_ports is None):
         raise AssertionError("a field failed validation without a problem recorded")
     return ClusterSpec(
         cluster_name,
@@ -447,6 +471,8 @@ def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
         hooks,
         topology,
         policy,
+        mpi_default,
+        srun_ports,
         accounting,
         restapi,
     )

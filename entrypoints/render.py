@@ -71,6 +71,20 @@ def scheduler_parameters(spec: ClusterSpec) -> tuple[tuple[str, ...], tuple[str,
     return tuple(items), tuple(rest)
 
 
+def mpi_default(spec: ClusterSpec, mpi_plugins: frozenset[str]) -> str:
+    """MpiDefault: the spec's choice, which this Slurm must have, else pmix where it has mpi_pmix.so.
+    Debian's Slurm 26.05 is built without PMIx, so there the default is none. Ref: https://slurm.schedmd.com/mpi_guide.html"""
+    from slurmpod.errors import BadInput  # noqa: PLC0415 - workers never render slurm.conf
+
+    if spec.mpi_default is None:
+        return "pmix" if "pmix" in mpi_plugins else "none"
+    if spec.mpi_default != "none" and spec.mpi_default not in mpi_plugins:
+        have = ", ".join(sorted(mpi_plugins)) or "none"
+        raise BadInput.one("mpiDefault", spec.mpi_default,
+                           f"this Slurm has no mpi_{spec.mpi_default}.so (it has: {have})")
+    return spec.mpi_default
+
+
 def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
     """The hooks' PrologFlags, plus Contain when jobs run in cgroups: pam_slurm_adopt (in every worker's
     sshd) adopts an ssh session into the job's extern step, which only Contain creates. slurmctld refuses
@@ -85,8 +99,10 @@ def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
     return (*(f for f in flags if f != "NoHold"), "Contain")
 
 
-def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None) -> str:
-    """``accounting_host``: slurmdbd's host, required when the spec enables accounting."""
+def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None,
+               mpi_plugins: frozenset[str] = frozenset()) -> str:
+    """``accounting_host``: slurmdbd's host, required when the spec enables accounting. ``mpi_plugins``: the MPI
+    plugin types this image's Slurm has (``slurm_version.mpi_plugins``)."""
     if spec.accounting.enabled and not accounting_host:
         raise ValueError("accounting enabled without a slurmdbd host")
     preempt = spec.accounting.preempt_qos or any(p.preempt_mode != "OFF" for p in spec.partitions)
@@ -103,6 +119,7 @@ def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None =
             extra_lines=extra,
             version=__version__,
             state_save_location=wk.STATE_SAVE_LOCATION,
+            mpi_default=mpi_default(spec, mpi_plugins),
             accounting_host=accounting_host or "",
             accounting_port=wk.SLURMDBD_PORT,
             jwt_key=wk.JWT_KEY,

@@ -12,7 +12,7 @@ import shlex
 import socket
 from pathlib import Path
 
-from slurmpod import podinfo
+from slurmpod import podinfo, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.entrypoints import cluster_spec, render, slinky, start
 
@@ -51,5 +51,5 @@ def slurm_conf(args: argparse.Namespace) -> int:
     env = _env(args)
     spec = cluster_spec.load(Path(args.cluster_spec))
     pod = podinfo.load(env, Path(args.podinfo), require_controller=False)
-    print(render.slurm_conf(spec, pod.name), end="")
+    print(render.slurm_conf(spec, pod.name, start.accounting_host(env, spec), slurm_version.mpi_plugins()), end="")
     return 0

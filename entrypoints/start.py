@@ -26,6 +26,7 @@ from slurmpod import well_known as wk
 from slurmpod.entrypoints import health_config, nodespec, programs, render, secrets, slinky
 from slurmpod.entrypoints.render import Program
 from slurmpod.errors import BadInput, TransientError
+from slurmpod.prolog_epilog import task_env
 
 if TYPE_CHECKING:
     from slurmpod.entrypoints import cluster_spec
@@ -200,8 +201,9 @@ def jwt_key(settings: Settings, needed: bool) -> tuple[KeyInstall, ...]:
 
 
 def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec, extra_files: tuple[OutFile, ...] = (),
-                    accounting: str | None = None) -> _RolePlan:
-    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name, accounting)), *extra_files,
+                    accounting: str | None = None, mpi_plugins: frozenset[str] = frozenset()) -> _RolePlan:
+    """``mpi_plugins``: the image's MPI plugin types (MpiDefault follows them unless the spec names one)."""
+    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name, accounting, mpi_plugins)), *extra_files,
              # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
              # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
              OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n"),
@@ -271,6 +273,14 @@ def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings,
         mounted = frozenset()
     facts = health_config.NodeFacts(len(node.gpus), c.auth, node.real_memory_mib, health_config.required(mounted))
     files.append(OutFile(wk.HEALTH_CONFIG, health_config.render(facts)))
+    # What the TaskProlog exports to each task (prolog_epilog/task_env.py); its scratch base is sticky.
+    try:
+        routes = (settings.hw_root / "proc/net/route").read_text(encoding="utf-8")
+    except OSError:
+        routes = ""
+    tenv = task_env.from_pod(env, routes, node.placement)
+    files.append(OutFile(wk.TASK_ENV_FILE, task_env.render(tenv)))
+    scratch = (OutDir(tenv.scratch_base, 0, 0, 0o1777),) if tenv.scratch_base else ()
     progs = [
         programs.slurmd(c.auth, c.pod.controller, node_conf, node.extra),
         programs.sshd(),
@@ -280,7 +290,7 @@ def worker_plan(c: _Common, env: Mapping[str, str], settings: Settings,
         programs.slurmpod_task("reconcile-node", ["daemon", "reconcile-node", "--expect", node_conf],
                                restart="unexpected", delay_s=RECONCILE_DELAY_S),
     ]
-    dirs = (OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755), *_homes())
+    dirs = (OutDir(wk.SLURMD_SPOOL, 0, 0, 0o755), *scratch, *_homes())
     return _RolePlan(node, tuple(files), dirs, tuple(progs))
 
 
@@ -357,7 +367,8 @@ def plan(role: str, env: Mapping[str, str], settings: Settings,
         common = _common(settings, pod, _auth(env, spec))
     keys = common.keys
     if spec is not None:
-        part = controller_plan(common, spec, topology_files(spec, env), accounting_host(env, spec))
+        part = controller_plan(common, spec, topology_files(spec, env), accounting_host(env, spec),
+                               slurm_version.mpi_plugins(settings.hw_root))
         keys += jwt_key(settings, needed=spec.restapi.enabled)
     elif role == "db":
         part = db_plan(settings)

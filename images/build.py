@@ -32,6 +32,8 @@ from .flavors import (
     ALL_IMAGES,
     BASE,
     DEFAULT_FLAVOR,
+    MPI_BUILD_PACKAGES,
+    MPI_STUBS,
     PLUGIN_BUILD_PACKAGES,
     PYTHON_REQUIREMENTS,
     Flavor,
@@ -47,8 +49,8 @@ DOCKERFILES = HERE / "dockerfiles"
 FILES = HERE / "files"
 # Files from images/files each image's context carries (besides its Dockerfile).
 CONTEXT_FILES: dict[str, tuple[str, ...]] = {
-    "worker": ("sshd_slurmpod.conf",),
-    "login": ("sshd_slurmpod.conf",),
+    "worker": ("sshd_slurmpod.conf", "mpi_hello.c", "openmpi-mca-params.conf"),
+    "login": ("sshd_slurmpod.conf", "mpi_hello.c", "openmpi-mca-params.conf"),
 }
 MB = 1_000_000  # sizes are reported in MB as `docker images` does
 GIT_TIMEOUT_S = 10
@@ -155,6 +157,11 @@ def build_args(settings: BuildSettings, name: str, rootfs_ref: str) -> dict[str,
     args = {"BASE_IMAGE": settings.base_from(), "APT_PACKAGES": packages}
     if name == "worker":
         args["CONTRIB_SUITE"] = flavor.nvml_plugin_suite
+    if flavor.mpi_packages(name):
+        args["MPI_PACKAGES"] = " ".join(flavor.mpi_packages(name))
+        args["MPI_STUBS"] = " ".join(MPI_STUBS)
+        if name == "worker":
+            args["MPI_BUILD_PACKAGES"] = " ".join(MPI_BUILD_PACKAGES)
     if name == "controller":
         args["BUILD_PACKAGES"] = " ".join(PLUGIN_BUILD_PACKAGES)
     if name == "accounting":

@@ -47,6 +47,14 @@ PLUGIN_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libslurm-dev", "p
 # same Slurm build, so CPU-only workers load gpu/generic instead. Ref: https://slurm.schedmd.com/gres.conf.html#OPT_AutoDetect
 NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
 
+# OpenMPI for `srun --mpi=pmix` (worker and login, on flavors whose Slurm has mpi/pmix): the MPI library
+# (built against the same libpmix2 as Slurm's plugin) and ompi_info/mpirun. Ref: https://slurm.schedmd.com/mpi_guide.html#pmix
+MPI_PACKAGES: tuple[str, ...] = ("libopenmpi40", "openmpi-bin")
+# libucx0 depends on these ROCm runtimes (~210 MB with LLVM) for a transport module it dlopen()s only on AMD
+# GPUs; the images provide the names with an empty local package instead (worker.Dockerfile).
+MPI_STUBS: tuple[str, ...] = ("libamdhip64-5", "libhsa-runtime64-1")
+# What the worker build installs to compile slurmpod-mpi-hello and removes in the same layer.
+MPI_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libopenmpi-dev")
 # auth/jwt (auth_jwt.so, with libjwt): Debian ships it apart from slurm-wlm-basic-plugins.
 # Ref: https://slurm.schedmd.com/jwt.html
 JWT_PLUGIN_PACKAGE = "slurm-wlm-jwt-plugin"
@@ -76,6 +84,14 @@ class Flavor:
     nvml_plugin_suite: str
     """Debian suite whose contrib section has `slurm-wlm-nvml-plugin` (gpu/nvml, for gres.conf
     AutoDetect=nvml) at this flavor's exact Slurm version: forky's contrib lacks it, sid's has 26.05.5-1."""
+    mpi_pmix: bool = False
+    """Whether Debian's Slurm of this suite has mpi/pmix (`mpi_pmix.so` in slurm-wlm-basic-plugins): trixie's
+    24.11.5 does (with libpmix2t64 5.0.7); forky's and sid's 26.05.5-1 are built without it (checked 2026-12-01:
+    no package of either ships mpi_pmix*.so). Only then do worker and login carry OpenMPI."""
+
+    def mpi_packages(self, role: str) -> tuple[str, ...]:
+        """OpenMPI packages a role image installs (none where Slurm has no mpi/pmix)."""
+        return MPI_PACKAGES if self.mpi_pmix and role in ("worker", "login") else ()
 
     @property
     def python_tag(self) -> str:
@@ -122,6 +138,7 @@ FLAVORS: dict[str, Flavor] = {
         apt_check_valid_until=True,
         has_sackd=True,
         nvml_plugin_suite="trixie",
+        mpi_pmix=True,
     ),
     "26.05": Flavor(
         name="26.05",

@@ -200,7 +200,26 @@ def prolog(args: argparse.Namespace) -> int:
     return _hook(Context.PROLOG)
 
 
+def _remove_scratch(env: Mapping[str, str], path: str = wk.TASK_ENV_FILE) -> None:
+    """The job's scratch dir (made by its task prolog) goes with the job: the Epilog runs once per node
+    after all its steps. A failure is logged, never the epilog's failure (the node is still healthy)."""
+    from slurmpod.prolog_epilog import task_env  # noqa: PLC0415 - only the epilog needs it
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            settings = task_env.parse(f.read(), path)
+        removed = task_env.remove_scratch(settings, env.get(wk.ENV_SLURM_JOB_ID, ""))
+    except FileNotFoundError:
+        return
+    except (OSError, BadInput) as exc:
+        print(f"slurmpod epilog: scratch not removed: {exc}", file=sys.stderr)
+        return
+    if removed:
+        log.info("scratch removed: path=%s", removed)
+
+
 def epilog(args: argparse.Namespace) -> int:
+    _remove_scratch(os.environ)
     return _hook(Context.EPILOG)
 
 

@@ -283,6 +283,8 @@ def _health_commands(sub: Any, t: Twins) -> None:
         ("healthcheck", "healthcheck", "Slurm HealthCheckProgram: periodic checks, drain and undrain"),
     ):
         sub.add_parser(name, help=text).set_defaults(handler=_lazy("slurmpod.prolog_epilog.main", func))
+    sub.add_parser("task-prolog", help="Slurm TaskProlog: export the pod's task environment, make the job's "
+                   "scratch dir").set_defaults(handler=_lazy("slurmpod.prolog_epilog.task_env"))
 
 
 def build_parser(environ: Mapping[str, str] | None = None) -> tuple[argparse.ArgumentParser, Twins]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurmpod.errors import BadInput
-from slurmpod.well_known import ENV_SLURM_VERSION
+from slurmpod.well_known import ENV_SLURM_VERSION, SLURM_PLUGIN_GLOB
 
 log = logging.getLogger(__name__)
 
@@ -62,3 +62,9 @@ def detect(env: Mapping[str, str], status: Path = DPKG_STATUS) -> SlurmVersion:
         log.info("no Slurm package found; assuming %s", DEFAULT)
         raw = DEFAULT
     return SlurmVersion.parse(raw, f"{status} Version")
+
+
+def mpi_plugins(root: Path = Path("/")) -> frozenset[str]:
+    """The MPI plugin types this image's Slurm has: ``mpi_pmix.so`` -> ``pmix`` (Debian keeps plugins in
+    /usr/lib/<triplet>/slurm-wlm). Ref: https://slurm.schedmd.com/mpi_guide.html"""
+    return frozenset(p.name[len("mpi_"):-len(".so")] for p in root.glob(SLURM_PLUGIN_GLOB))

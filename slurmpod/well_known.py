@@ -294,3 +294,28 @@ DEFAULT_HEALTH_CHECK_INTERVAL_S = 300
 # ANY: drained nodes are checked too, so a repaired node can be returned to service.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
 DEFAULT_HEALTH_CHECK_NODE_STATE = ("ANY",)
+
+# --- Task environment (issue 11): slurm.conf TaskProlog, written by the worker's start ---
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog (runs as the job's user before each task)
+TASK_PROLOG_BIN = f"{VENV_DIR}/bin/slurmpod-task-prolog"
+TASK_ENV_FILE = "/etc/slurmpod/task-env.json"  # written at worker start; read by every task prolog
+# Set by deploy/ on worker pods (values `taskEnv`): "auto" (default) is the pod's default-route interface,
+# "" exports none. Ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname
+ENV_NCCL_SOCKET_IFNAME = "SLURMPOD_NCCL_SOCKET_IFNAME"
+# An NCCL topology XML present on the worker (a hostPath or ConfigMap mount): exported as NCCL_TOPO_FILE.
+ENV_NCCL_TOPO_FILE = "SLURMPOD_NCCL_TOPO_FILE"
+ENV_SCRATCH_BASE = "SLURMPOD_SCRATCH_BASE"  # "" disables per-job scratch
+ENV_SCRATCH_TMPDIR = "SLURMPOD_SCRATCH_TMPDIR"  # true | false: TMPDIR is the job's scratch dir
+DEFAULT_SCRATCH_BASE = "/tmp/slurmpod-jobs"  # sticky (1777), made at worker start; the epilog empties it
+# What the task prolog exports besides NCCL_*: the job's scratch dir, the pod's placement and k8s node.
+TASK_ENV_SCRATCH = "SLURMPOD_SCRATCH"
+TASK_ENV_TOPOLOGY = "SLURMPOD_TOPOLOGY"
+TASK_ENV_K8S_NODE = "SLURMPOD_K8S_NODE"
+
+# --- MPI (issue 11) ---
+# srun on the login pod listens in this range for slurmstepd's connections (I/O, PMI): a firewall or
+# NetworkPolicy lets workers reach login pods on it. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SrunPortRange
+DEFAULT_SRUN_PORT_RANGE = "60001-63000"
+# MpiDefault where the cluster spec sets none: pmix when the controller's Slurm has mpi_pmix.so, else none.
+# Ref: https://slurm.schedmd.com/mpi_guide.html#pmix
+SLURM_PLUGIN_GLOB = "usr/lib/*/slurm-wlm/mpi_*.so"  # relative to the image's root

@@ -7,6 +7,7 @@ Parts, all by default:
   startup   pod start to IDLE against a bare slurmd start; preStop
   policy    submit cost of no job_submit plugin, job_submit/lua and job_submit/slurmpod, alternated
   health    prolog cost per job in a cluster: sruns with slurmpod's hooks against sruns without
+  mpi       `srun --mpi=pmix -N2 -n4` MPI start-up to first output beside `srun -N2 -n4 hostname`
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod_host.bench import builds, health, plugin, policy, startup, topology
+from slurmpod_host.bench import builds, health, mpi, plugin, policy, startup, topology
 from slurmpod_host.bench.report import Report
 from slurmpod_host.cluster import cli as cluster_cli
 from slurmpod_host.cluster import runtime
@@ -24,8 +25,8 @@ from slurmpod_host.images import build as image_build
 from slurmpod_host.images.flavors import get as get_flavor
 
 BENCH_CLUSTER = "spbench"
-PARTS = ("render", "builds", "startup", "policy", "health")
-_CLUSTER_PARTS = {"startup", "policy", "health"}
+PARTS = ("render", "builds", "startup", "policy", "health", "mpi")
+_CLUSTER_PARTS = {"startup", "policy", "health", "mpi"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         if "health" in parts:
             health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller,
                                    login=cluster.login, worker=cluster.workers[0])
+        if "mpi" in parts:
+            mpi.startup(report, client, cluster.login, get_flavor(flavors[0]).mpi_pmix)
     finally:
         cluster_cli.down(BENCH_CLUSTER)
     return _finish(report, Path(args.out))

@@ -10,7 +10,7 @@ from imagekit import CONTAINER_PREFIX
 
 from slurmpod_host.images import flavors
 from slurmpod_host.images.engine import ImageInfo
-from slurmpod_host.images.flavors import Flavor
+from slurmpod_host.images.flavors import MPI_BUILD_PACKAGES, MPI_PACKAGES, MPI_STUBS, Flavor
 
 pytestmark = [pytest.mark.docker, pytest.mark.image]
 
@@ -182,6 +182,28 @@ def test_no_secrets_in_the_file_system(name: str, images: dict[str, ImageInfo], 
 
 def test_worker_fits_the_size_budget(images: dict[str, ImageInfo]) -> None:
     assert images["worker"].size <= 450 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
+
+
+@pytest.mark.parametrize("name", ["worker", "login"])
+def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavor: Flavor) -> None:
+    """OpenMPI where Slurm has mpi/pmix (24.11), none where it has not (26.05); never AMD's ROCm stack."""
+    host = hosts[name]
+    has_pmix = host.file("/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so").exists
+    assert has_pmix == flavor.mpi_pmix
+    for pkg in MPI_PACKAGES:
+        assert host.package(pkg).is_installed == flavor.mpi_pmix, pkg
+    for pkg in (*MPI_STUBS, "libllvm17t64", *MPI_BUILD_PACKAGES):
+        assert not host.package(pkg).is_installed, pkg
+    assert host.file("/usr/local/bin/slurmpod-mpi-hello").exists == (flavor.mpi_pmix and name == "worker")
+    if flavor.mpi_pmix:
+        assert host.file("/etc/openmpi/openmpi-mca-params.conf").contains("btl_sm_single_copy_mechanism = none")
+        # the MPI library and Slurm's plugin load the same libpmix
+        assert host.run("ldd /usr/lib/x86_64-linux-gnu/libmpi.so.40 | grep -c 'libpmix.so.2 '").stdout.strip() == "1"
+
+
+def test_worker_stays_within_the_mpi_budget(images: dict[str, ImageInfo]) -> None:
+    """Issue 11: the worker with OpenMPI at most 300 MB."""
+    assert images["worker"].size <= 300 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
 
 
 def test_accounting_image_has_a_fixed_mysql_user_and_no_database(hosts: dict[str, Any]) -> None:

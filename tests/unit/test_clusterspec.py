@@ -223,7 +223,7 @@ def test_default_hooks_are_slurmpods_checks() -> None:
     conf = render.slurm_conf(cluster_spec.parse({}), "c-0").splitlines()
     for line in (f"Prolog={wk.PROLOG_BIN}", f"Epilog={wk.EPILOG_BIN}", "PrologFlags=Alloc,NoHold,ForceRequeueOnFail",
                  "PrologEpilogTimeout=60", f"HealthCheckProgram={wk.HEALTHCHECK_BIN}", "HealthCheckInterval=300",
-                 "HealthCheckNodeState=ANY"):
+                 "HealthCheckNodeState=ANY", f"TaskProlog={wk.TASK_PROLOG_BIN}"):
         assert line in conf
 
 
@@ -257,7 +257,7 @@ def test_null_hooks_no_lines() -> None:
     from slurmpod.entrypoints import render
 
     off = {"prolog": None, "epilog": None, "prologFlags": None, "healthCheckProgram": None,
-           "healthCheckNodeState": None, "prologEpilogTimeout": None}
+           "healthCheckNodeState": None, "prologEpilogTimeout": None, "taskProlog": None}
     conf = render.slurm_conf(cluster_spec.parse({"hooks": off}), "c-0")
     assert not any(k in conf for k in ("Prolog", "Epilog", "HealthCheck"))
 
@@ -291,6 +291,60 @@ def test_bad_hooks_name_the_field(hooks: dict[str, object], field: str) -> None:
     with pytest.raises(BadInput) as err:
         cluster_spec.parse({"hooks": hooks})
     assert field in [p.field for p in err.value.problems], err.value.problems
+
+
+@pytest.mark.parametrize(
+    ("doc", "plugins", "line"),
+    [
+        ({}, frozenset({"pmix", "pmix_v5", "pmi2", "cray_shasta"}), "MpiDefault=pmix"),
+        ({}, frozenset({"pmi2", "cray_shasta"}), "MpiDefault=none"),
+        ({"mpiDefault": "none"}, frozenset({"pmix"}), "MpiDefault=none"),
+        ({"mpiDefault": "pmi2"}, frozenset({"pmi2"}), "MpiDefault=pmi2"),
+    ],
+    ids=["pmix-where-slurm-has-it", "none-without-pmix", "spec-turns-it-off", "spec-names-pmi2"],
+)
+def test_mpi_default_follows_the_spec_and_the_plugins(doc: dict[str, Any], plugins: frozenset[str], line: str) -> None:
+    from slurmpod.entrypoints import render
+
+    conf = render.slurm_conf(cluster_spec.parse(doc), "c-0", mpi_plugins=plugins).splitlines()
+    assert [x for x in conf if x.startswith("MpiDefault")] == [line]
+
+
+def test_mpi_default_the_slurm_lacks_is_bad_input() -> None:
+    from slurmpod.entrypoints import render
+
+    with pytest.raises(BadInput) as err:
+        render.slurm_conf(cluster_spec.parse({"mpiDefault": "pmix"}), "c-0", mpi_plugins=frozenset({"pmi2"}))
+    assert err.value.problems[0].field == "mpiDefault" and "mpi_pmix.so" in err.value.problems[0].reason
+
+
+def test_srun_port_range_is_rendered() -> None:
+    from slurmpod.entrypoints import render
+
+    default = render.slurm_conf(cluster_spec.parse({}), "c-0").splitlines()
+    assert f"SrunPortRange={wk.DEFAULT_SRUN_PORT_RANGE}" in default
+    conf = render.slurm_conf(cluster_spec.parse({"srunPortRange": "40000-40999"}), "c-0").splitlines()
+    assert "SrunPortRange=40000-40999" in conf
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({"mpiDefault": "openmpi"}, "mpiDefault"),
+        ({"mpiDefault": "pmix\nSlurmUser=root"}, "mpiDefault"),
+        ({"srunPortRange": "63000-60001"}, "srunPortRange"),
+        ({"srunPortRange": "80-90"}, "srunPortRange"),
+        ({"srunPortRange": "60001-63000\nSlurmUser=root"}, "srunPortRange"),
+        ({"hooks": {"taskProlog": "relative/prog"}}, "hooks.taskProlog"),
+        ({"hooks": {"taskProlog": "/bin/x\nSlurmUser=root"}}, "hooks.taskProlog"),
+    ],
+    ids=["unknown-mpi", "mpi-newline", "ports-reversed", "ports-privileged", "ports-newline", "task-prolog-relative",
+         "task-prolog-newline"],
+)
+def test_mpi_ports_and_task_prolog_are_validated(doc: dict[str, Any], field: str) -> None:
+    with pytest.raises(BadInput) as err:
+        cluster_spec.parse(doc)
+    assert [pr.field for pr in err.value.problems] == [field]
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,7 @@ def test_apt_runs_are_lean_and_secret_free(name: str) -> None:
 @pytest.mark.parametrize("flavor", sorted(flavors.FLAVORS))
 def test_ssh_host_keys_removed_in_the_run_installing_openssh(role: str, flavor: str) -> None:
     assert "openssh-server" in flavors.get(flavor).role_packages(role)
-    apt = dockerfile(role)[index(dockerfile(role), "RUN", "apt-get install")]
+    apt = dockerfile(role)[index(dockerfile(role), "RUN", "--no-install-recommends $APT_PACKAGES")]
     assert "/etc/ssh/ssh_host_*" in apt.args
     copy = index(dockerfile(role), "COPY", "sshd_config.d/slurmpod.conf")
     assert copy > dockerfile(role).index(apt)
@@ -177,7 +177,8 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
     wheel_only = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
                 "controller": wheel_only, "accounting": wheel_only, "restapi": wheel_only}
-    default = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
+    default = ["Dockerfile", "mpi_hello.c", "openmpi-mca-params.conf", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl",
+               "sshd_slurmpod.conf"]
     assert files == expected.get(name, default)
 
 
@@ -188,3 +189,30 @@ def test_sshd_drop_in_settings() -> None:
                         "PermitRootLogin": "no", "UsePAM": "yes", "AllowTcpForwarding": "no",
                         "AllowStreamLocalForwarding": "no", "AllowAgentForwarding": "no", "X11Forwarding": "no",
                         "PermitTunnel": "no", "GatewayPorts": "no"}
+
+
+@pytest.mark.parametrize("role", ["worker", "login"])
+def test_openmpi_only_where_slurm_has_mpi_pmix(role: str) -> None:
+    """trixie's Slurm 24.11 has mpi/pmix; Debian's 26.05 is built without it, so no OpenMPI there."""
+    def args(flavor: str) -> dict[str, str]:
+        settings = build.BuildSettings(flavor=flavors.get(flavor), images=(), repo=Path("."), build_dir=Path("b"),
+                                       log_file=Path("l"))
+        return build.build_args(settings, role, "unused")
+
+    trixie, forky = args("24.11"), args("26.05")
+    assert trixie["MPI_PACKAGES"].split() == list(flavors.MPI_PACKAGES)
+    assert trixie["MPI_STUBS"].split() == list(flavors.MPI_STUBS)
+    # only the worker compiles slurmpod-mpi-hello (it runs where the tasks run)
+    assert ("MPI_BUILD_PACKAGES" in trixie) == (role == "worker")
+    assert not [k for k in forky if k.startswith("MPI_")]
+    for f in ("mpi_hello.c", "openmpi-mca-params.conf"):
+        assert f in build.CONTEXT_FILES[role]
+
+
+def test_the_mpi_layer_compiles_then_drops_the_compilers_in_one_run() -> None:
+    run = dockerfile("worker")[index(dockerfile("worker"), "RUN", "$MPI_PACKAGES")]
+    text = run.args
+    assert text.index("slurmpod-no-rocm.deb $MPI_PACKAGES") < text.index("mpicc") \
+        < text.index("comm -13 /tmp/slurmpod-mpi/before /tmp/slurmpod-mpi/after | xargs apt-get purge -y")
+    assert "/etc/openmpi/openmpi-mca-params.conf" in text
+    assert 'if [ -z "$MPI_PACKAGES" ]; then rm -rf /tmp/slurmpod-mpi; exit 0; fi' in text

@@ -77,3 +77,12 @@ def test_detect_default_without_slurm(tmp_path: Path) -> None:
 def test_detect_bad_env_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="SLURMPOD_SLURM_VERSION='trixie'"):
         slurm_version.detect({"SLURMPOD_SLURM_VERSION": "trixie"}, tmp_path / "absent")
+
+
+def test_mpi_plugins_are_read_from_debians_plugin_dir(tmp_path: Path) -> None:
+    plugins = tmp_path / "usr/lib/x86_64-linux-gnu/slurm-wlm"
+    plugins.mkdir(parents=True)
+    for name in ("mpi_pmix.so", "mpi_pmix_v5.so", "mpi_pmi2.so", "mpi_cray_shasta.so", "job_submit_lua.so"):
+        (plugins / name).write_bytes(b"")
+    assert slurm_version.mpi_plugins(tmp_path) == {"pmix", "pmix_v5", "pmi2", "cray_shasta"}
+    assert slurm_version.mpi_plugins(tmp_path / "nowhere") == frozenset()

@@ -87,6 +87,28 @@ def test_worker_writes_the_health_config_the_hooks_read(tmp_path: Path, auth: st
     assert (cfg.expected_gpus, cfg.auth, cfg.real_memory_mib) == (0, auth, p.node.real_memory_mib)
 
 
+def test_worker_writes_the_task_environment_and_a_sticky_scratch_base(tmp_path: Path) -> None:
+    """The TaskProlog reads what the pod start wrote: its interface (default route), placement, node."""
+    from slurmpod.prolog_epilog import task_env
+
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+    (pod.hw / "proc/net").mkdir(parents=True, exist_ok=True)
+    (pod.hw / "proc/net/route").write_text("Iface\tDestination\tGateway\nnet1\t00000000\t0100A8C0\n")
+    p = _plan(pod, "worker", NODE_NAME="k8s-node-7", SLURMPOD_NCCL_TOPO_FILE="/etc/nccl/topo.xml")
+    written = {f.path: f.content for f in p.files}
+    got = task_env.parse(written[wk.TASK_ENV_FILE])
+    assert got.exports == (("NCCL_SOCKET_IFNAME", "net1"), ("NCCL_TOPO_FILE", "/etc/nccl/topo.xml"),
+                           (wk.TASK_ENV_K8S_NODE, "k8s-node-7"))
+    assert start.OutDir(wk.DEFAULT_SCRATCH_BASE, 0, 0, 0o1777) in p.dirs
+
+
+def test_worker_with_a_bad_task_environment_setting_exits_2(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+    with pytest.raises(BadInput) as err:
+        _plan(pod, "worker", SLURMPOD_SCRATCH_BASE="relative/dir")
+    assert [pr.field for pr in err.value.problems] == [wk.ENV_SCRATCH_BASE]
+
+
 def test_supervisord_conf_points_at_the_run_dir(tmp_path: Path) -> None:
     """apply() writes the run scripts under SLURMPOD_RUN_DIR/bin; supervisord must look there."""
     pod = podkit.make_pod(tmp_path)

@@ -1,0 +1,47 @@
+"""MPI over PMIx across pods: `srun --mpi=pmix -N2 -n4` runs an OpenMPI program on both worker pods.
+
+The program is the worker image's slurmpod-mpi-hello (images/files/mpi_hello.c): every rank prints its
+rank, the job size, its host (pod) and the sum of all ranks from one MPI_Allreduce.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from clusterkit import Session
+
+from slurmpod_host.images import flavors
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+
+HELLO = "slurmpod-mpi-hello"
+LINE = re.compile(r"^mpi-hello rank=(\d+) size=(\d+) host=(\S+) allreduce_sum=(-?\d+)$", re.MULTILINE)
+TASKS = 4
+
+
+@pytest.mark.smoke
+def test_mpi_plugins_and_default_match_the_flavor(session: Session) -> None:
+    """pmix is offered exactly where the flavor's Slurm has mpi/pmix, and MpiDefault follows it."""
+    has_pmix = flavors.get(session.flavor).mpi_pmix
+    listed = session.as_researcher("srun", "--mpi=list")
+    assert listed.code == 0, listed.stdout + listed.stderr
+    assert ("pmix" in listed.stdout + listed.stderr) == has_pmix, listed.stdout + listed.stderr
+    config = session.as_researcher("scontrol", "show", "config")
+    default = re.search(r"^MpiDefault\s*=\s*(\S+)", config.stdout, re.MULTILINE)
+    assert default is not None, config.stdout
+    assert default.group(1) == ("pmix" if has_pmix else "none"), config.stdout
+
+
+def test_mpi_allreduce_across_two_worker_pods(session: Session) -> None:
+    if not flavors.get(session.flavor).mpi_pmix:
+        pytest.skip(f"Debian's Slurm {session.flavor} has no mpi/pmix plugin (README, MPI)")
+    # --overcommit: the emulated workers have one usable CPU each (their CPU limit); MPI needs no more.
+    run = session.as_researcher("srun", "--mpi=pmix", "-N2", f"-n{TASKS}", "--overcommit", "-t", "2", HELLO,
+                                timeout=180)
+    assert run.code == 0, run.stdout + run.stderr
+    ranks = {int(m[0]): m for m in LINE.findall(run.stdout + run.stderr)}
+    assert sorted(ranks) == list(range(TASKS)), run.stdout + run.stderr
+    assert {int(m[1]) for m in ranks.values()} == {TASKS}, run.stdout + run.stderr
+    assert {m[2] for m in ranks.values()} == set(session.cluster.workers), run.stdout + run.stderr  # both pods
+    assert {int(m[3]) for m in ranks.values()} == {sum(range(TASKS))}, run.stdout + run.stderr

@@ -1,0 +1,158 @@
+"""The task prolog: what the worker writes at start, what each task gets, and the scratch dir's life."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurmpod import well_known as wk
+from slurmpod.errors import BadInput
+from slurmpod.prolog_epilog import task_env
+from slurmpod.prolog_epilog.task_env import TaskEnv
+
+ROUTES = """Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
+eth0\t00000000\t010012AC\t0003\t0\t0\t0\t00000000\t0\t0\t0
+eth0\t000012AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0
+"""
+OTHER_UID = 4321
+
+
+def test_pod_defaults_export_the_default_route_interface_and_a_scratch_base() -> None:
+    got = task_env.from_pod({wk.ENV_NODE_NAME: "gke-a3-pool-1"}, ROUTES, "block1/host3")
+    assert got == TaskEnv(
+        (("NCCL_SOCKET_IFNAME", "eth0"), (wk.TASK_ENV_TOPOLOGY, "block1/host3"),
+         (wk.TASK_ENV_K8S_NODE, "gke-a3-pool-1")),
+        wk.DEFAULT_SCRATCH_BASE, True)
+
+
+@pytest.mark.parametrize(
+    ("env", "exports", "base", "tmpdir"),
+    [
+        ({wk.ENV_NCCL_SOCKET_IFNAME: "^lo,docker"}, [("NCCL_SOCKET_IFNAME", "^lo,docker")], wk.DEFAULT_SCRATCH_BASE,
+         True),
+        ({wk.ENV_NCCL_SOCKET_IFNAME: ""}, [], wk.DEFAULT_SCRATCH_BASE, True),
+        ({wk.ENV_NCCL_TOPO_FILE: "/etc/nccl/topo.xml"},
+         [("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_TOPO_FILE", "/etc/nccl/topo.xml")], wk.DEFAULT_SCRATCH_BASE, True),
+        ({wk.ENV_SCRATCH_BASE: "", wk.ENV_SCRATCH_TMPDIR: "false"}, [("NCCL_SOCKET_IFNAME", "eth0")], None, False),
+        ({wk.ENV_SCRATCH_BASE: "/scratch/jobs/"}, [("NCCL_SOCKET_IFNAME", "eth0")], "/scratch/jobs", True),
+    ],
+    ids=["ifname-set", "ifname-off", "topo-file", "no-scratch", "scratch-base-trailing-slash"],
+)
+def test_pod_settings(env: dict[str, str], exports: list[tuple[str, str]], base: str | None, tmpdir: bool) -> None:
+    assert task_env.from_pod(env, ROUTES, None) == TaskEnv(tuple(exports), base, tmpdir)
+
+
+def test_no_default_route_exports_no_interface() -> None:
+    assert task_env.from_pod({}, ROUTES.splitlines()[0], None).exports == ()
+
+
+def test_every_bad_pod_setting_is_reported_at_once() -> None:
+    env = {wk.ENV_NCCL_SOCKET_IFNAME: "eth0\nexport LD_PRELOAD=/tmp/x.so", wk.ENV_NCCL_TOPO_FILE: "topo.xml",
+           wk.ENV_SCRATCH_BASE: "/tmp/a b", wk.ENV_SCRATCH_TMPDIR: "yes", wk.ENV_NODE_NAME: "node\n1"}
+    with pytest.raises(BadInput) as err:
+        task_env.from_pod(env, ROUTES, "block1/host3\nexport X=1")
+    fields = [p.field for p in err.value.problems]
+    assert fields == [wk.ENV_NCCL_SOCKET_IFNAME, wk.ENV_NCCL_TOPO_FILE, f"annotation {wk.ANNOTATION_TOPOLOGY}",
+                      wk.ENV_NODE_NAME, wk.ENV_SCRATCH_BASE, wk.ENV_SCRATCH_TMPDIR]
+    assert err.value.problems[0].value == env[wk.ENV_NCCL_SOCKET_IFNAME]
+
+
+def test_the_file_round_trips_and_a_hand_edited_one_cannot_add_a_line() -> None:
+    te = task_env.from_pod({}, ROUTES, "block1/host3")
+    assert task_env.parse(task_env.render(te)) == te
+    for bad in ('{"exports": [["X", "1\\nexport LD_PRELOAD=/x"]], "scratch_base": null, "scratch_tmpdir": true}',
+                '{"exports": [["X=1 Y", "1"]], "scratch_base": null, "scratch_tmpdir": true}',
+                '{"exports": [], "scratch_base": "relative", "scratch_tmpdir": true}',
+                '{"exports": [], "scratch_base": null, "scratch_tmpdir": "yes"}',
+                "not json"):
+        with pytest.raises(BadInput):
+            task_env.parse(bad)
+
+
+def test_lines_tripwire_refuses_a_value_that_could_end_the_line() -> None:
+    with pytest.raises(BadInput):
+        task_env.lines(TaskEnv((("X", "a\nb"),), None), None)
+
+
+def _file(tmp_path: Path, base: Path | None, tmpdir: bool = True) -> Path:
+    path = tmp_path / "task-env.json"
+    te = TaskEnv((("NCCL_SOCKET_IFNAME", "eth0"),), None if base is None else str(base), tmpdir)
+    path.write_text(task_env.render(te), encoding="utf-8")
+    return path
+
+
+def test_a_task_gets_the_exports_and_its_private_scratch_dir(tmp_path: Path) -> None:
+    base = tmp_path / "jobs"
+    base.mkdir(mode=0o1777)
+    out, notes = task_env.run({wk.ENV_SLURM_JOB_ID: "42"}, str(_file(tmp_path, base)), os.getuid())
+    scratch = base / "job-42"
+    assert out == ["export NCCL_SOCKET_IFNAME=eth0", f"export {wk.TASK_ENV_SCRATCH}={scratch}",
+                   f"export TMPDIR={scratch}"]
+    assert notes == []
+    assert scratch.is_dir() and (scratch.stat().st_mode & 0o777) == 0o700
+    # the job's next task on this node finds it made and uses it
+    assert task_env.run({wk.ENV_SLURM_JOB_ID: "42"}, str(_file(tmp_path, base)), os.getuid())[0] == out
+
+
+def test_scratch_without_tmpdir_and_without_a_job_id(tmp_path: Path) -> None:
+    base = tmp_path / "jobs"
+    base.mkdir()
+    path = str(_file(tmp_path, base, tmpdir=False))
+    assert task_env.run({wk.ENV_SLURM_JOB_ID: "7"}, path, os.getuid())[0][-1] == \
+        f"export {wk.TASK_ENV_SCRATCH}={base}/job-7"
+    assert task_env.run({wk.ENV_SLURM_JOB_ID: "7;rm"}, path, os.getuid())[0] == ["export NCCL_SOCKET_IFNAME=eth0"]
+
+
+@pytest.mark.parametrize("planted", ["other-users-dir", "symlink", "open-mode"])
+def test_a_planted_scratch_dir_is_not_used(tmp_path: Path, planted: str) -> None:
+    base = tmp_path / "jobs"
+    base.mkdir()
+    scratch = base / "job-9"
+    if planted == "symlink":
+        scratch.symlink_to(tmp_path)
+    else:
+        scratch.mkdir(mode=0o700)
+        scratch.chmod(0o777 if planted == "open-mode" else 0o700)
+    uid = os.getuid() if planted != "other-users-dir" else OTHER_UID
+    out, notes = task_env.run({wk.ENV_SLURM_JOB_ID: "9"}, str(_file(tmp_path, base)), uid)
+    assert out == ["export NCCL_SOCKET_IFNAME=eth0"]
+    assert len(notes) == 1 and "not a private directory" in notes[0]
+
+
+def test_no_file_exports_nothing(tmp_path: Path) -> None:
+    assert task_env.run({wk.ENV_SLURM_JOB_ID: "1"}, str(tmp_path / "absent.json"), os.getuid()) == ([], [])
+
+
+def test_epilog_removal_takes_the_tree_and_never_follows_a_link(tmp_path: Path) -> None:
+    base = tmp_path / "jobs"
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "precious").write_text("x")
+    te = TaskEnv((), str(base))
+    (base / "job-5" / "sub").mkdir(parents=True)
+    (base / "job-5" / "sub" / "link").symlink_to(keep)
+    assert task_env.remove_scratch(te, "5") == f"{base}/job-5"
+    assert not (base / "job-5").exists() and (keep / "precious").exists()
+    assert task_env.remove_scratch(te, "5") is None  # already gone: nothing to do
+    (base / "job-6").symlink_to(keep)
+    with pytest.raises(OSError):
+        task_env.remove_scratch(te, "6")
+    assert (keep / "precious").exists()
+
+
+def test_the_program_imports_little_and_exports_nothing_without_the_file() -> None:
+    """TaskProlog runs before every task: no YAML, jinja2, argparse or logging on its path."""
+    code = ("import sys, runpy; from slurmpod.prolog_epilog import task_env; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in {'yaml', 'jinja2', 'argparse', 'logging'}); "
+            "print(bad)")
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+    if Path(wk.TASK_ENV_FILE).exists():
+        pytest.skip(f"{wk.TASK_ENV_FILE} exists on this machine")
+    prog = Path(sys.executable).parent / "slurmpod-task-prolog"
+    done = subprocess.run([str(prog)], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "")
