@@ -1,0 +1,108 @@
+"""The session's cluster with jobs in cgroups (issue 11): GPU isolation and ssh adoption tests.
+
+The cluster spec gets `cgroups: true` (proctrack/cgroup, task/cgroup with ConstrainDevices, PrologFlags
+with Contain) and every worker pod what the chart's `nodesets.<name>.cgroup.access: hostV1` gives it:
+SYS_ADMIN and this host's /sys/fs/cgroup read-write (cgroup v1 here, ENVIRONMENT.md). Everything is put
+back afterwards: the original ConfigMap, controller and workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import yaml
+from clusterkit import Session, all_idle, restore_pod, scontrol, wait_for, wait_idle, wait_ready
+
+from slurmpod import well_known as wk
+from slurmpod_host.cluster import lifecycle, runtime
+
+# What values `cgroup.access: hostV1` renders for a worker (deploy/helm/slurmpod/templates/worker.yaml).
+HOST_V1 = lifecycle.PodPatch(cap_add=("SYS_ADMIN",), host_paths={"/sys/fs/cgroup": "/sys/fs/cgroup"})
+JOB_RUNNING_WORST_S = 90.0  # a prolog (20 s deadline) and a scheduling pass, with room on a loaded host
+SSH = ("ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
+       "-o", "ConnectTimeout=10")
+
+
+def with_host_v1(patch: lifecycle.PodPatch) -> lifecycle.PodPatch:
+    """``patch`` plus the hostV1 cgroup access."""
+    return dataclasses.replace(patch, cap_add=(*HOST_V1.cap_add, *patch.cap_add),
+                               host_paths={**(HOST_V1.host_paths or {}), **(patch.host_paths or {})})
+
+
+@contextmanager
+def cgroup_cluster(session: Session, patches: Mapping[str, lifecycle.PodPatch] | None = None) -> Iterator[None]:
+    """The session's cluster with `cgroups: true`; each worker gets HOST_V1, or ``patches[worker]``."""
+    name, controller = session.cluster.name, session.cluster.controller
+    old = lifecycle.set_config_map(name, "cluster", {})
+    spec = yaml.safe_load(old["cluster.yaml"])
+    assert "cgroups" not in spec, spec  # the shipped ConfigMap leaves it at its default, false
+    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": yaml.safe_dump({**spec, "cgroups": True})})
+    try:
+        try:
+            lifecycle.replace_pod(session.client, name, controller)
+            wait_ready(session, controller)
+            for worker in session.cluster.workers:
+                lifecycle.replace_pod(session.client, name, worker, (patches or {}).get(worker, HOST_V1))
+            for worker in session.cluster.workers:
+                wait_idle(session, worker)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{pod_logs(session)}") from None
+        yield
+    finally:
+        lifecycle.set_config_map(name, "cluster", old)
+        restore_pod(session, controller)
+        scontrol(session, "reconfigure")
+        for worker in session.cluster.workers:
+            restore_pod(session, worker)
+        all_idle(session)
+
+
+def pod_logs(s: Session, lines: int = 60) -> str:
+    """The last ``lines`` of every pod's output, for a failure's message."""
+    pods = (s.cluster.controller, *s.cluster.workers)
+    return "\n".join(f"--- {p}\n{runtime.logs_tail(s.client, p, lines)}" for p in pods)
+
+
+def job_fields(s: Session, job_id: int) -> dict[str, str]:
+    result = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", str(job_id), timeout=30)
+    assert result.code == 0, result.stderr
+    return dict(item.split("=", 1) for item in result.stdout.split() if "=" in item)
+
+
+def wait_running(s: Session, job_id: int) -> dict[str, str]:
+    def running() -> dict[str, str] | None:
+        fields = job_fields(s, job_id)
+        assert fields["JobState"] in {"PENDING", "CONFIGURING", "RUNNING"}, fields
+        return fields if fields["JobState"] == "RUNNING" else None
+    return wait_for(f"job {job_id} RUNNING", running, JOB_RUNNING_WORST_S)[0]
+
+
+def sbatch(s: Session, *args: str) -> int:
+    result = s.as_researcher("sbatch", "--parsable", *args)
+    assert result.code == 0, result.stderr
+    return int(result.stdout.strip().split(";")[0])
+
+
+def cancel(s: Session, worker: str, *job_ids: int) -> None:
+    """Cancel the jobs and wait until ``worker`` is IDLE again: a pod replaced while its node still
+    completes a batch job is drained by slurmctld ("batch job complete failure")."""
+    s.root_in(s.cluster.controller, "scancel", *(str(j) for j in job_ids), timeout=30)
+    wait_idle(s, worker)
+
+
+def home(*parts: str) -> str:
+    return "/".join((f"/home/{wk.DEMO_USER}", *parts))
+
+
+def write_as_researcher(s: Session, path: str, text: str) -> None:
+    result = s.as_researcher("sh", "-c", f"printf '%s' {shlex.quote(text)} > {shlex.quote(path)}")
+    assert result.code == 0, result.stderr
+
+
+def cgroup_paths(proc_self_cgroup: str) -> list[str]:
+    """The paths of /proc/self/cgroup lines (``ID:CONTROLLERS:PATH``)."""
+    return [m.group(1) for m in re.finditer(r"^\d+:[^:]*:(\S+)$", proc_self_cgroup, re.MULTILINE)]

@@ -1,0 +1,57 @@
+"""ssh into allocations with pam_slurm_adopt (issue 11, deliverable 3).
+
+Every worker's sshd ends its PAM account stack with pam_slurm_adopt (images/dockerfiles/worker.Dockerfile):
+a user with a job on the worker gets in and the session joins that job's extern step, which PrologFlags=
+Contain makes (slurmpod adds it whenever `cgroups: true`); a user with no job there is refused.
+Ref: https://slurm.schedmd.com/pam_slurm_adopt.html
+Root never logs in over ssh (test_pod_runtime.py); operators use `kubectl exec`, which PAM never sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import cgroupkit
+import pytest
+from clusterkit import Session
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+
+# The user's own key pair on the shared /home, authorized for the user's own logins (what a site's
+# home-directory setup or the user does once).
+KEYGEN = ("mkdir -p -m 700 ~/.ssh && { [ -s ~/.ssh/id_ed25519 ] || ssh-keygen -q -t ed25519 -N '' "
+          "-f ~/.ssh/id_ed25519; } && { grep -qxF \"$(cat ~/.ssh/id_ed25519.pub)\" ~/.ssh/authorized_keys "
+          "2>/dev/null || cat ~/.ssh/id_ed25519.pub >> ~/.ssh/authorized_keys; } && chmod 600 ~/.ssh/authorized_keys")
+# pam_slurm_adopt tells the user through PAM's conversation and syslog (no syslog daemon in a pod);
+# sshd -e logs the account stack's refusal to the pod's output.
+DENIALS = ("pam_slurm_adopt", "by PAM account configuration")
+
+
+@pytest.fixture(scope="module")
+def adopt(session: Session) -> Iterator[None]:
+    keys = session.as_researcher("sh", "-c", KEYGEN)
+    assert keys.code == 0, keys.stderr
+    with cgroupkit.cgroup_cluster(session):
+        yield
+
+
+@pytest.mark.smoke
+def test_ssh_with_a_job_lands_in_its_cgroup_without_one_is_refused(session: Session, adopt: None) -> None:
+    with_job, without = session.cluster.workers[0], session.cluster.workers[1]
+    job = cgroupkit.sbatch(session, "-w", with_job, "--time=3", "--mem=64M", "--output=/dev/null",
+                           "--wrap", "sleep 170")
+    try:
+        cgroupkit.wait_running(session, job)
+        inside = session.as_researcher(*cgroupkit.SSH, with_job, "cat", "/proc/self/cgroup", timeout=60)
+        refused = session.as_researcher(*cgroupkit.SSH, without, "cat", "/proc/self/cgroup", timeout=60)
+    finally:
+        cgroupkit.cancel(session, with_job, job)
+    print(f"with job {job}: exit {inside.code}\n{inside.stdout}{inside.stderr}\n"
+          f"without: exit {refused.code}\n{refused.stdout}{refused.stderr}")
+    assert inside.code == 0, inside.stderr
+    paths = cgroupkit.cgroup_paths(inside.stdout)
+    # The session runs in the job's extern step (cgroup v1: one line per hierarchy).
+    assert any(f"/job_{job}/step_extern" in p for p in paths), inside.stdout
+    assert refused.code != 0, refused.stdout
+    logs = session.client.containers.get(without).logs(tail=200).decode("utf-8", "replace")
+    assert any(d in refused.stderr or d in logs for d in DENIALS), (refused.stderr, logs[-3000:])
