@@ -2,7 +2,7 @@
 
 The cluster spec gets `cgroups: true` (proctrack/cgroup, task/cgroup with ConstrainDevices, PrologFlags
 with Contain) and every worker pod what the chart's `nodesets.<name>.cgroup.access: hostV1` gives it:
-SYS_ADMIN and this host's /sys/fs/cgroup read-write (cgroup v1 here, ENVIRONMENT.md). Everything is put
+SYS_ADMIN, SYS_NICE and this host's /sys/fs/cgroup read-write (cgroup v1 here, ENVIRONMENT.md). Everything is put
 back afterwards: the original ConfigMap, controller and workers.
 """
 
@@ -15,14 +15,17 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import yaml
-from clusterkit import Session, all_idle, restore_pod, scontrol, wait_for, wait_idle, wait_ready
+from clusterkit import Session, restore_pod, scontrol, wait_for, wait_idle, wait_ready
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import lifecycle, runtime
 
 # What values `cgroup.access: hostV1` renders for a worker (deploy/helm/slurmpod/templates/worker.yaml).
-HOST_V1 = lifecycle.PodPatch(cap_add=("SYS_ADMIN",), host_paths={"/sys/fs/cgroup": "/sys/fs/cgroup"})
+HOST_V1 = lifecycle.PodPatch(cap_add=("SYS_ADMIN", "SYS_NICE"), host_paths={"/sys/fs/cgroup": "/sys/fs/cgroup"})
 JOB_RUNNING_WORST_S = 90.0  # a prolog (20 s deadline) and a scheduling pass, with room on a loaded host
+# scancel to the job's end: KillWait (30 s) before SIGKILL, the epilog (PrologEpilogTimeout, 60 s), room.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_KillWait
+JOB_DONE_WORST_S = 120.0
 SSH = ("ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
        "-o", "ConnectTimeout=10")
 
@@ -57,8 +60,9 @@ def cgroup_cluster(session: Session, patches: Mapping[str, lifecycle.PodPatch] |
         restore_pod(session, controller)
         scontrol(session, "reconfigure")
         for worker in session.cluster.workers:
-            restore_pod(session, worker)
-        all_idle(session)
+            lifecycle.replace_pod(session.client, name, worker)
+        for worker in session.cluster.workers:
+            idle(session, worker)
 
 
 def pod_logs(s: Session, lines: int = 60) -> str:
@@ -73,12 +77,17 @@ def job_fields(s: Session, job_id: int) -> dict[str, str]:
     return dict(item.split("=", 1) for item in result.stdout.split() if "=" in item)
 
 
-def wait_running(s: Session, job_id: int) -> dict[str, str]:
+def wait_running(s: Session, job_id: int, worker: str) -> dict[str, str]:
     def running() -> dict[str, str] | None:
         fields = job_fields(s, job_id)
-        assert fields["JobState"] in {"PENDING", "CONFIGURING", "RUNNING"}, fields
+        assert fields["JobState"] in {"PENDING", "CONFIGURING", "RUNNING"}, f"{fields}\n{explain(s, worker)}"
         return fields if fields["JobState"] == "RUNNING" else None
-    return wait_for(f"job {job_id} RUNNING", running, JOB_RUNNING_WORST_S)[0]
+    try:
+        return wait_for(f"job {job_id} RUNNING", running, JOB_RUNNING_WORST_S)[0]
+    except AssertionError as exc:
+        if "RUNNING: not after" in str(exc):
+            raise AssertionError(f"{exc}\n{explain(s, worker)}") from None
+        raise
 
 
 def sbatch(s: Session, *args: str) -> int:
@@ -91,7 +100,31 @@ def cancel(s: Session, worker: str, *job_ids: int) -> None:
     """Cancel the jobs and wait until ``worker`` is IDLE again: a pod replaced while its node still
     completes a batch job is drained by slurmctld ("batch job complete failure")."""
     s.root_in(s.cluster.controller, "scancel", *(str(j) for j in job_ids), timeout=30)
-    wait_idle(s, worker)
+    ids = ",".join(str(j) for j in job_ids)
+
+    def done() -> bool | None:
+        # A cancelled job stays COMPLETING (CG) while slurmd kills its tasks and runs the epilog; its node
+        # reads IDLE+COMPLETING meanwhile, so IDLE alone is not enough before a pod is replaced.
+        states = s.root_in(s.cluster.controller, "squeue", "-h", "-t", "all", "-j", ids, "-o", "%t", timeout=30)
+        return True if states.code == 0 and "CG" not in states.stdout.split() else None
+    wait_for(f"jobs {ids} to finish completing", done, JOB_DONE_WORST_S)
+    idle(s, worker)
+
+
+def idle(s: Session, worker: str) -> None:
+    """wait_idle, saying on failure what went wrong (explain)."""
+    try:
+        wait_idle(s, worker)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{explain(s, worker)}") from None
+
+
+def explain(s: Session, worker: str) -> str:
+    """What slurmctld shows of ``worker``, its pod's last lines and the controller's errors: for a failure."""
+    shown = s.root_in(s.cluster.controller, "scontrol", "show", "node", worker, timeout=30).stdout
+    errors = [x for x in runtime.logs_tail(s.client, s.cluster.controller, "all").splitlines() if "error" in x]
+    return (f"{shown}\n--- {worker}\n{runtime.logs_tail(s.client, worker, 80)}\n--- controller errors\n"
+            + "\n".join(errors[-30:]))
 
 
 def home(*parts: str) -> str:

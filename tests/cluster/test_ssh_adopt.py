@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import cgroupkit
 import pytest
-from clusterkit import Session
+from clusterkit import Session, wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
@@ -38,10 +38,17 @@ def adopt(session: Session) -> Iterator[None]:
 @pytest.mark.smoke
 def test_ssh_with_a_job_lands_in_its_cgroup_without_one_is_refused(session: Session, adopt: None) -> None:
     with_job, without = session.cluster.workers[0], session.cluster.workers[1]
+    marker = cgroupkit.home("adopt-started")
+    session.as_researcher("rm", "-f", marker)
     job = cgroupkit.sbatch(session, "-w", with_job, "--time=3", "--mem=64M", "--output=/dev/null",
-                           "--wrap", "sleep 170")
+                           "--wrap", f"touch {marker}; sleep 170")
     try:
-        cgroupkit.wait_running(session, job)
+        cgroupkit.wait_running(session, job, with_job)
+        # RUNNING in slurmctld comes before slurmstepd has made the job's steps on the node; once the batch
+        # script runs, the extern step (made first, PrologFlags=Contain) is there for pam_slurm_adopt to find.
+        wait_for(f"job {job}'s batch script to start",
+                 lambda: True if session.as_researcher("test", "-e", marker).code == 0 else None,
+                 cgroupkit.JOB_RUNNING_WORST_S)
         inside = session.as_researcher(*cgroupkit.SSH, with_job, "cat", "/proc/self/cgroup", timeout=60)
         refused = session.as_researcher(*cgroupkit.SSH, without, "cat", "/proc/self/cgroup", timeout=60)
     finally:

@@ -173,7 +173,8 @@ def test_cgroup_access_adds_sys_admin_and_the_access_never_privileged(variant: s
     (container,) = template["spec"]["containers"]
     security = container["securityContext"]
     assert "privileged" not in security
-    assert ("SYS_ADMIN" in security["capabilities"]["add"]) is (variant != "default")
+    for cap in ("SYS_ADMIN", "SYS_NICE"):  # job cgroups; task/affinity's binding of tasks run as the user
+        assert (cap in security["capabilities"]["add"]) is (variant != "default"), cap
     assert ("io.kubernetes.cri-o.cgroup2-mount-hierarchy-rw" in template["metadata"]["annotations"]) is annotated
     volumes = {v["name"]: v for v in template["spec"]["volumes"]}
     assert ("cgroup" in volumes) is host_path
@@ -184,7 +185,7 @@ def test_cgroup_access_adds_sys_admin_and_the_access_never_privileged(variant: s
     assert spec.get("cgroups", False) is (variant != "default")
     for sts in ("slurmpod-controller", "slurmpod-login"):  # only workers run jobs
         (other,) = _find(docs, "StatefulSet", sts)["spec"]["template"]["spec"]["containers"]
-        assert "SYS_ADMIN" not in other["securityContext"]["capabilities"]["add"]
+        assert not {"SYS_ADMIN", "SYS_NICE"} & set(other["securityContext"]["capabilities"]["add"])
 
 
 def test_no_secret_is_rendered_in_any_variant() -> None:
