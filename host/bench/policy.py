@@ -1,10 +1,10 @@
 """Submit cost of the job_submit policy: no plugin, job_submit/lua, job_submit/slurmpod, in one cluster.
 
-The three set-ups alternate (none, lua, slurmpod; ``trials`` rounds) in the same cluster, so noise hits
-them alike. Each trial switches JobSubmitPlugins in the controller's slurm.conf, restarts slurmctld,
-warms it up with WARMUP_JOBS submissions (the first RPCs after a restart pay for caches and, with lua,
-the script's load), resets sdiag, submits JOBS held jobs from CLIENTS parallel sbatch loops in the
-login pod as the researcher (the same jobs for every set-up), then reads:
+The three set-ups alternate (none, lua, slurmpod; ``trials`` rounds, the order rotated each round) in the
+same cluster, so noise hits them alike. Each trial switches JobSubmitPlugins in the controller's
+slurm.conf, restarts slurmctld, warms it up with WARMUP_JOBS submissions (the first RPCs after a restart
+pay for caches and, with lua, the script's load), resets sdiag, submits JOBS held jobs from CLIENTS
+parallel sbatch loops in the login pod as the researcher (the same jobs for every set-up), then reads:
 - the average REQUEST_SUBMIT_BATCH_JOB time slurmctld measured (sdiag, microseconds);
 - submissions per second, wall clock of the loops inside the login pod;
 - for slurmpod, the time spent inside the plugin per call, measured by its C shim (p50, p99), over the
@@ -164,13 +164,20 @@ def trial(client: Any, controller: str, login: str, setup: str, *, clients: int 
     return Trial(setup, count, float(ave), jobs / wall, plugin)
 
 
+def rotated(setups: tuple[str, ...], i: int) -> tuple[str, ...]:
+    """Round ``i``'s order: each set-up takes each place in turn, so none always runs first after a
+    drained queue or last in a round."""
+    k = i % len(setups)
+    return (*setups[k:], *setups[:k])
+
+
 def submit_cost(report: Report, client: Any, controller: str, login: str, trials: int = 5) -> list[Trial]:
     """Alternate the three set-ups ``trials`` times; add the medians to the report."""
     install_lua(client, controller)
     done: list[Trial] = []
     try:
-        for _ in range(trials):
-            for setup in SETUPS:
+        for i in range(trials):
+            for setup in rotated(SETUPS, i):
                 done.append(trial(client, controller, login, setup))
     finally:
         switch(client, controller, "slurmpod")

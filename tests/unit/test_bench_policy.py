@@ -73,3 +73,10 @@ def test_figures_use_medians_and_the_issues_floors(slurmpod_us: float, p50: int,
     judged = [f.ok for f in report.figures if f.ok is not None]
     assert judged == ok
     assert report.figures[0].value == slurmpod_us and report.figures[0].baseline == 3200.0
+
+
+def test_each_set_up_takes_each_place_in_turn() -> None:
+    rounds = [policy.rotated(policy.SETUPS, i) for i in range(len(policy.SETUPS))]
+    assert rounds[0] == policy.SETUPS
+    for place in range(len(policy.SETUPS)):
+        assert sorted(r[place] for r in rounds) == sorted(policy.SETUPS)
