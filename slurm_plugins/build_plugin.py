@@ -17,7 +17,8 @@ baked in so the plugin finds slurmpod). Needs cffi, setuptools, python3-dev and 
   multi-node placement, odd strings) goes to Python (cffi takes the GIL per call). Either way they write
   back only the fields the Decision sets, with Slurm's allocator (slurm_xstrdup / slurm_xfree from
   libslurmfull); a rejection's message goes to *err_msg, which sbatch prints; the decision's log line goes
-  to slurmctld's log through slurm_log_var;
+  to slurmctld's log through slurm_log_var, written by the shim's own thread within 50 ms (sp_log), so
+  the RPC thread does not write it while it holds slurmctld's job lock;
 - times every call with clock_gettime(CLOCK_MONOTONIC) into a histogram of 1 us buckets, counts the
   calls decided in C, and writes it as JSON (`slurm_plugins/stats.py` reads it) to $SLURMPOD_PLUGIN_STATS
   at most once a second and at fini().
@@ -71,6 +72,7 @@ C_SHIM = r"""
 #include <inttypes.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -188,6 +190,115 @@ static void sp_record(uint64_t started)
     if (now - last > 1000000000u &&
         __atomic_compare_exchange_n(&sp_last_write_ns, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         sp_write_stats();
+}
+
+/* The decision log. job_submit() runs in an RPC thread that holds slurmctld's job write lock, so a log
+ * write there (slurmctld's log mutex, write() to its stderr pipe, waking the reader) lengthens every other
+ * submitter's wait for that lock. Calls only append their line here; one thread hands the lines to
+ * slurm_log_var at most SP_LOG_FLUSH_MS later, outside the lock, and fini() writes what is left. A full
+ * buffer, or no writer thread, logs in the caller as before: no line is dropped.
+ * Ref: https://slurm.schedmd.com/job_submit_plugins.html (job_submit is called with the job write lock) */
+#define SP_LOG_BYTES (256 * 1024)
+#define SP_LOG_FLUSH_MS 50
+static char sp_log_buf[SP_LOG_BYTES]; /* NUL-terminated lines, back to back */
+static size_t sp_log_len;
+static int sp_log_on, sp_log_stop;
+static pthread_t sp_log_thread;
+static pthread_mutex_t sp_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sp_log_cond = PTHREAD_COND_INITIALIZER;
+
+static void sp_log_flush(void)
+{
+    char *copy = NULL;
+    size_t len, at;
+
+    pthread_mutex_lock(&sp_log_lock);
+    len = sp_log_len;
+    if (len && (copy = malloc(len))) {
+        memcpy(copy, sp_log_buf, len);
+        sp_log_len = 0;
+    }
+    pthread_mutex_unlock(&sp_log_lock);
+    for (at = 0; copy && at < len; at += strlen(copy + at) + 1)
+        slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: %s", copy + at);
+    free(copy);
+}
+
+static void *sp_log_main(void *arg)
+{
+    struct timespec gather = {0, SP_LOG_FLUSH_MS * 1000000L};
+    int stop;
+
+    for (;;) {
+        pthread_mutex_lock(&sp_log_lock);
+        while (!sp_log_stop && !sp_log_len)
+            pthread_cond_wait(&sp_log_cond, &sp_log_lock);
+        stop = sp_log_stop;
+        pthread_mutex_unlock(&sp_log_lock);
+        if (!stop)
+            nanosleep(&gather, NULL); /* let a burst of submissions gather into one batch */
+        sp_log_flush();
+        if (stop)
+            return arg;
+    }
+}
+
+static void sp_log(const char *line)
+{
+    size_t n = strlen(line) + 1;
+    int queued = 0;
+
+    pthread_mutex_lock(&sp_log_lock);
+    if (sp_log_on && sp_log_len + n <= SP_LOG_BYTES) {
+        if (!sp_log_len)
+            pthread_cond_signal(&sp_log_cond);
+        memcpy(sp_log_buf + sp_log_len, line, n);
+        sp_log_len += n;
+        queued = 1;
+    }
+    pthread_mutex_unlock(&sp_log_lock);
+    if (!queued)
+        slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: %s", line);
+}
+
+static void sp_log_start(void)
+{
+    sigset_t all, old;
+    int rc;
+
+    pthread_mutex_lock(&sp_log_lock);
+    rc = sp_log_on;
+    sp_log_stop = 0;
+    pthread_mutex_unlock(&sp_log_lock);
+    if (rc)
+        return;
+    /* The writer takes no signal: slurmctld handles them in its own thread. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&sp_log_thread, NULL, sp_log_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        slurm_error("job_submit/slurmpod: no log writer thread (%d): decisions are logged in the RPC", rc);
+        return;
+    }
+    pthread_mutex_lock(&sp_log_lock);
+    sp_log_on = 1;
+    pthread_mutex_unlock(&sp_log_lock);
+}
+
+static void sp_log_end(void)
+{
+    int on;
+
+    pthread_mutex_lock(&sp_log_lock);
+    on = sp_log_on;
+    sp_log_on = 0; /* from here on callers log for themselves */
+    sp_log_stop = 1;
+    pthread_cond_signal(&sp_log_cond);
+    pthread_mutex_unlock(&sp_log_lock);
+    if (on)
+        pthread_join(sp_log_thread, NULL);
+    sp_log_flush();
 }
 
 /* The policy file's identity as Python's bridge.Loaded.key has it: (st_ino, st_mtime_ns, st_size). */
@@ -325,6 +436,7 @@ extern int init(void)
     env = getenv("SP_ENV_STATS");
     snprintf(sp_stats_path, sizeof(sp_stats_path), "%s", (env && env[0]) ? env : SP_STATS_FILE);
     sp_last_write_ns = sp_now_ns();
+    sp_log_start();
     sp_fast_drop(); /* an in-process reconfigure: compile again from the policy this init() loads */
     if (slurmpod_py_start(sp_policy_path, err, sizeof(err)) != SP_OK) {
         slurm_error("job_submit/slurmpod: Python did not start; every job will be rejected");
@@ -340,6 +452,7 @@ extern int init(void)
 
 extern int fini(void)
 {
+    sp_log_end();
     sp_write_stats();
     return SLURM_SUCCESS;
 }
@@ -409,7 +522,7 @@ static int sp_call(job_desc_msg_t *d, bool modify, char **err_msg)
     if (err_msg && out.message[0])
         *err_msg = slurm_xstrdup(out.message);
     sp_record(started);
-    slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: %s", out.log);
+    sp_log(out.log);
     return rc;
 }
 

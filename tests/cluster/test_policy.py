@@ -22,6 +22,7 @@ import pytest
 from clusterkit import NAME, WORKERS, Session, all_idle, scontrol, wait_for
 
 from slurmpod import well_known as wk
+from slurmpod_host.cluster import runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
@@ -127,12 +128,23 @@ def test_modified_job_shows_in_scontrol(session: Session, policy: PolicyVolume) 
         _cancel(session, job_id)
 
 
+DECISION_LOGGED_WORST_S = 10.0
+
+
 @pytest.mark.smoke  # the plugin ABI differs per Slurm version
 def test_rejected_job_tells_the_user_why(session: Session, policy: PolicyVolume) -> None:
     policy.publish({"policy.yaml": TIERED})
     code, _, err = _sbatch(session, "-t", "120")
     assert code != 0
     assert "time limit 120 min exceeds the preemptible tier's cap of 60 min" in err
+
+    def logged() -> str | None:
+        lines = runtime.logs_tail(session.client, session.cluster.controller, 400).splitlines()
+        return next((x for x in reversed(lines) if "job_submit/slurmpod: submit job=new" in x
+                     and "verdict=reject" in x and "cap of 60 min" in x), None)
+    # The plugin's writer thread logs a decision within 50 ms; Docker's log driver adds its own delay.
+    line, _ = wait_for("the rejection in slurmctld's log", logged, DECISION_LOGGED_WORST_S)
+    assert f"user={wk.DEMO_USER}" in line, line
 
 
 @pytest.mark.smoke  # the plugin ABI differs per Slurm version

@@ -37,11 +37,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _run(built: tuple[Path, Path], policy: Path, *jobs: str, stats_file: Path | None = None,
-         reload: bool = False) -> subprocess.CompletedProcess[str]:
+         reload: bool = False, wait_ms: int = 0) -> subprocess.CompletedProcess[str]:
     plugin, host = built
     env = {**os.environ, wk.ENV_POLICY: str(policy), wk.ENV_PLUGIN_STATS: str(stats_file or policy.parent / "s")}
     if reload:
         env["HOST_RELOAD"] = "1"
+    if wait_ms:
+        env["HOST_WAIT_MS"] = str(wait_ms)
     return subprocess.run([str(host), str(plugin), *jobs], capture_output=True, text=True, timeout=120, check=False,
                           env=env)
 
@@ -111,7 +113,27 @@ def test_concurrent_calls_agree_and_are_timed(built: tuple[Path, Path], tmp_path
     assert "threads=8 repeat=40 mismatches=0" in out.stdout, out.stdout + out.stderr
     s = stats.read(stats_file)
     assert (s.calls, s.fast, s.failures) == (8 * 40 + 1, 8 * 40 + 1, 0)  # the default policy is decided in C
+    # every decision logged once, by the shim's writer thread or at fini(): none lost, none doubled
+    assert out.stderr.count(" verdict=") == 8 * 40 + 1, out.stderr
     assert 0 < s.p50_us <= s.p99_us and json.loads(stats_file.read_text())["bucket_us"] == 1
+
+
+# The shim's writer logs a decision at most SP_LOG_FLUSH_MS (50 ms) after the call; the host waits 40x that.
+LOG_WRITER_WAIT_MS = 2000
+
+
+def test_decisions_are_logged_by_the_writer_thread_before_fini(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """The RPC thread only queues its line (it holds slurmctld's job lock); the shim's thread logs it."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    out = _run(built, policy, "cpu:1", "main", wait_ms=LOG_WRITER_WAIT_MS)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stderr.splitlines()
+    decisions = [i for i, line in enumerate(lines) if " verdict=" in line]
+    assert len(decisions) == 2, out.stderr
+    # main() submitted both jobs; another thread (the shim's writer) logged them
+    assert all(lines[i].startswith("log3@thread: job_submit/slurmpod: ") for i in decisions), out.stderr
+    assert max(decisions) < lines.index("host: fini"), out.stderr  # written while the host slept, not at fini()
 
 
 def test_a_policy_swapped_in_takes_effect_on_the_next_call(built: tuple[Path, Path], tmp_path: Path) -> None:

@@ -3,22 +3,26 @@
  * jobs named on the command line, one line of key=value output per job.
  *   slurmctld_host PLUGIN.so [--threads N --repeat M] PARTITION[:GPUS_PER_NODE[:NODES]] ...
  * A job argument "--swap=FILE" renames FILE over $SLURMPOD_POLICY instead (a ConfigMap update).
- * HOST_UNIQUE=1 gives every submission its own job name (as sbatch -J NAME-$i would). */
+ * HOST_UNIQUE=1 gives every submission its own job name (as sbatch -J NAME-$i would).
+ * HOST_WAIT_MS=N sleeps N ms after the last job, then writes "host: fini" to stderr before calling fini(). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <slurm/slurm.h>
 
 char *slurm_xstrdup(const char *s) { return s ? strdup(s) : NULL; }
 void slurm_xfree(void **p) { free(*p); *p = NULL; }
+static pthread_t main_thread;
+/* "log<level>@main:" when main() logs, "log<level>@thread:" from any other thread. */
 void slurm_log_var(const int level, const char *fmt, ...)
 {
     va_list a;
     va_start(a, fmt);
-    fprintf(stderr, "log%d: ", level);
+    fprintf(stderr, "log%d@%s: ", level, pthread_equal(pthread_self(), main_thread) ? "main" : "thread");
     vfprintf(stderr, fmt, a);
     fputc('\n', stderr);
     va_end(a);
@@ -91,7 +95,10 @@ int main(int argc, char **argv)
 {
     char line[4096];
     int threads = 0, i = 2;
-    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    void *h;
+
+    main_thread = pthread_self();
+    h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 
     if (!h) {
         printf("dlopen failed: %s\n", dlerror());
@@ -129,6 +136,10 @@ int main(int argc, char **argv)
         }
         submit(argv[i], line, sizeof(line));
         printf("%s\n", line);
+    }
+    if (getenv("HOST_WAIT_MS")) { /* give the plugin's log writer time, then mark where fini() begins */
+        usleep((useconds_t) atoi(getenv("HOST_WAIT_MS")) * 1000);
+        fprintf(stderr, "host: fini\n");
     }
     printf("fini=%d\n", fini());
     if (getenv("HOST_RELOAD")) { /* what an in-process reconfigure does: unload, load, init again */
