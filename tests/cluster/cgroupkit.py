@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import yaml
-from clusterkit import Session, restore_pod, scontrol, wait_for, wait_idle, wait_ready
+from clusterkit import Session, restore_cluster, wait_for, wait_idle, wait_ready
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import lifecycle, runtime
@@ -56,13 +56,7 @@ def cgroup_cluster(session: Session, patches: Mapping[str, lifecycle.PodPatch] |
             raise AssertionError(f"{exc}\n{pod_logs(session)}") from None
         yield
     finally:
-        lifecycle.set_config_map(name, "cluster", old)
-        restore_pod(session, controller)
-        scontrol(session, "reconfigure")
-        for worker in session.cluster.workers:
-            lifecycle.replace_pod(session.client, name, worker)
-        for worker in session.cluster.workers:
-            idle(session, worker)
+        restore_cluster(session, old, idle)
 
 
 def pod_logs(s: Session, lines: int = 60) -> str:

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from clusterkit import Session, all_idle, node, restore_pod, scontrol, wait_for, wait_ready
+from clusterkit import Session, all_idle, node, restore_cluster, scontrol, wait_for, wait_ready
+from fakes import gpu_libs
 
 from slurmpod import well_known as wk
 from slurmpod.nodestate import NodeState
@@ -62,12 +63,7 @@ def short_interval(session: Session, cred_expire_s: int | None = None) -> Iterat
         all_idle(session)
         yield
     finally:
-        lifecycle.set_config_map(name, "cluster", old)
-        restore_pod(session, controller)
-        scontrol(session, "reconfigure")
-        for worker in session.cluster.workers:
-            restore_pod(session, worker)  # a fresh health.yaml and health state
-        all_idle(session)
+        restore_cluster(session, old)  # workers too: a fresh health.yaml and health state
 
 
 def health_config(s: Session, pod: str) -> dict[str, object]:
@@ -113,14 +109,27 @@ def install_fakes(s: Session, built: Path) -> None:
     assert s.client.containers.get(s.cluster.login).put_archive(FAKE_DIR, data.getvalue())
 
 
-def fake_gpu_patch() -> lifecycle.PodPatch:
-    """The worker pod with the fakes installed as the driver's libraries before the entrypoint runs.
+@contextmanager
+def fakes_installed(s: Session, build_dir: Path) -> Iterator[None]:
+    """The fakes compiled in ``build_dir`` and installed on the shared /home; removed afterwards."""
+    install_fakes(s, gpu_libs.build(build_dir, FAKE_STATE_DIR))
+    try:
+        yield
+    finally:
+        s.root_in(s.cluster.login, "rm", "-rf", FAKE_DIR)
+
+
+# /dev/nvidiaN (File= from gpu/nvml's minor numbers, 4 + index in the fake) must be character devices
+# to slurmd; pods here may not mknod, so they point at /dev/null. Nothing opens them.
+DEVICE_LINKS = "for i in $(seq 0 15); do ln -sfn /dev/null /dev/nvidia$i; done"
+
+
+def fake_gpu_patch(nodes: str = DEVICE_LINKS) -> lifecycle.PodPatch:
+    """The worker pod with the fakes installed as the driver's libraries before the entrypoint runs, and
+    ``nodes`` (shell) making its /dev/nvidia* files.
 
     The production image stays free of them: they come from the test's /home, at pod start.
     """
-    # /dev/nvidiaN (File= from gpu/nvml's minor numbers, 4 + index in the fake) must be character devices
-    # to slurmd; pods here may not mknod, so they point at /dev/null. Nothing opens them.
-    nodes = "for i in $(seq 0 15); do ln -sfn /dev/null /dev/nvidia$i; done"
     script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && {nodes} && exec slurmpod entrypoint worker"
     return lifecycle.PodPatch(command=("sh", "-c"), args=(script,))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clusterkit import Session, own_cluster, wait_for
+from clusterkit import Session, lift_requeue_hold, own_cluster, wait_for
 
 from slurmpod import well_known as wk
 
@@ -132,11 +132,7 @@ def test_urgent_qos_requeues_a_running_low_qos_job_which_completes_later(acct: S
         print(f"urgent-QoS job {high} running, {low} requeued, after {took:.1f} s (bound {PREEMPT_WAIT_S:.0f} s)")
         requeued = _job(acct, low)
         assert requeued["JobState"] not in ("CANCELLED", "FAILED", "PREEMPTED")
-        if requeued["JobState"] == "PENDING" and requeued.get("Reason") == "BeginTime":
-            # slurmctld holds a requeued job back (up to the credential lifetime, 120 s) before it may start
-            # again; that delay is Slurm's, not the preemption's, so the test lifts it as an admin could.
-            print(f"requeued job {low} held until {requeued.get('StartTime')}: released with StartTime=now")
-            _root(acct, "scontrol", "update", f"jobid={low}", "StartTime=now")
+        lift_requeue_hold(acct, low, requeued)
         _, took = wait_for(f"job {low} completed after its requeue",
                            lambda: _job(acct, low)["JobState"] == "COMPLETED" or None, REQUEUE_COMPLETE_WAIT_S,
                            poll=1.0)

@@ -17,8 +17,7 @@ import cgroupkit
 import healthkit
 import pytest
 from clusterkit import Session, node, wait_for
-from fakes import gpu_libs
-from healthkit import FAKE_LIBS, FAKE_STATE_DIR, SYSTEM_LIBS
+from healthkit import FAKE_STATE_DIR
 
 from slurmpod_host.cluster import lifecycle
 
@@ -50,24 +49,19 @@ def _patch() -> lifecycle.PodPatch:
     first, last = MINOR_OFFSET, MINOR_OFFSET + GPUS - 1
     nodes = (f"for i in $(seq {first} {last}); do mknod -m 666 /dev/nvidia$i c {NVIDIA_MAJOR} $i; done"
              f" && mknod -m 666 /dev/nvidiactl c {NVIDIA_MAJOR} 255")
-    script = f"cp {FAKE_LIBS}/* {SYSTEM_LIBS}/ && ldconfig && {nodes} && exec slurmpod entrypoint worker"
-    gpu = lifecycle.PodPatch(command=("sh", "-c"), args=(script,), cap_add=("MKNOD",), cpu_limit="2")
+    gpu = dataclasses.replace(healthkit.fake_gpu_patch(nodes), cap_add=("MKNOD",), cpu_limit="2")
     return cgroupkit.with_host_v1(gpu)
 
 
 @pytest.fixture(scope="module")
 def gpu_worker(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    built = gpu_libs.build(tmp_path_factory.mktemp("fakegpu"), FAKE_STATE_DIR)
     worker = session.cluster.workers[0]
-    healthkit.install_fakes(session, built)
-    healthkit.write_file(session, session.cluster.login, f"{FAKE_STATE_DIR}/{worker}", STATE)
-    try:
+    with healthkit.fakes_installed(session, tmp_path_factory.mktemp("fakegpu")):
+        healthkit.write_file(session, session.cluster.login, f"{FAKE_STATE_DIR}/{worker}", STATE)
         with cgroupkit.cgroup_cluster(session, {worker: _patch()}):
             n = node(session, worker)
             assert n is not None and healthkit.gpu_count(n.gres) == GPUS, n
             yield worker
-    finally:
-        session.root_in(session.cluster.login, "rm", "-rf", healthkit.FAKE_DIR)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

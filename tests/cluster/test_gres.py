@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import healthkit
 import pytest
 from clusterkit import Session, node, restore_pod, wait_idle
-from fakes import gpu_libs
 from healthkit import FAKE_STATE_DIR
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
@@ -28,24 +27,21 @@ STATE = f"gpus={GPUS}\nname=NVIDIA A100-SXM4-80GB\naffinity=online\n"
 
 @pytest.fixture(scope="module")
 def gpu_worker(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    built = gpu_libs.build(tmp_path_factory.mktemp("fakegpu"), FAKE_STATE_DIR)
     worker = session.cluster.workers[0]
-    healthkit.install_fakes(session, built)
-    healthkit.write_file(session, session.cluster.login, f"{FAKE_STATE_DIR}/{worker}", STATE)
-    healthkit.replace_worker(session, worker, healthkit.fake_gpu_patch())
-    try:
+    with healthkit.fakes_installed(session, tmp_path_factory.mktemp("fakegpu")):
+        healthkit.write_file(session, session.cluster.login, f"{FAKE_STATE_DIR}/{worker}", STATE)
+        healthkit.replace_worker(session, worker, healthkit.fake_gpu_patch())
         try:
-            wait_idle(session, worker)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{_show(session, worker)}") from None
-        yield worker
-    finally:
-        try:
-            restore_pod(session, worker)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{_show(session, worker)}") from None
+            try:
+                wait_idle(session, worker)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{_show(session, worker)}") from None
+            yield worker
         finally:
-            session.root_in(session.cluster.login, "rm", "-rf", healthkit.FAKE_DIR)
+            try:
+                restore_pod(session, worker)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{_show(session, worker)}") from None
 
 
 def _show(s: Session, name: str) -> str:

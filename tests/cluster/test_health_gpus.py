@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import healthkit
 import pytest
 from clusterkit import IDLE_TIMEOUT_S, Session, node, restore_pod, wait_for, wait_idle
-from fakes import gpu_libs
 from healthkit import (
     CLEAN_RUNS,
     DRAIN_WORST_S,
@@ -94,9 +93,8 @@ def _configure(s: Session, worker: str) -> None:
 
 @pytest.fixture(scope="module")
 def fake_gpus(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    built = gpu_libs.build(tmp_path_factory.mktemp("fakegpu"), FAKE_STATE_DIR)
-    with healthkit.short_interval(session, cred_expire_s=CRED_EXPIRE_S):
-        healthkit.install_fakes(session, built)
+    with (healthkit.short_interval(session, cred_expire_s=CRED_EXPIRE_S),
+          healthkit.fakes_installed(session, tmp_path_factory.mktemp("fakegpu"))):
         for worker in session.cluster.workers:
             _state(session, worker, HEALTHY)
             healthkit.replace_worker(session, worker, healthkit.fake_gpu_patch())
@@ -113,7 +111,6 @@ def fake_gpus(session: Session, tmp_path_factory: pytest.TempPathFactory) -> Ite
             for worker in session.cluster.workers:
                 healthkit.resume(session, worker)  # a failed case's drain: its record would outlive the pod
                 restore_pod(session, worker)
-            session.root_in(session.cluster.login, "rm", "-rf", healthkit.FAKE_DIR)
 
 
 @pytest.mark.parametrize("fault", list(FAULTS.values()), ids=list(FAULTS))

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clusterkit import NAME, WORKERS, Session, all_idle, scontrol, wait_for
+from clusterkit import NAME, WORKERS, Session, all_idle, lift_requeue_hold, wait_for
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import runtime
@@ -226,11 +226,7 @@ def test_high_tier_preempts_a_preemptible_job_which_is_requeued_and_completes(
         print(f"high-tier job {high_id} running, {low_id} requeued, after {took:.1f} s (bound {PREEMPT_WAIT_S:.0f} s)")
         requeued = _job(session, low_id)
         assert requeued["JobState"] not in ("CANCELLED", "FAILED", "PREEMPTED")
-        if requeued["JobState"] == "PENDING" and requeued.get("Reason") == "BeginTime":
-            # slurmctld holds a requeued job back (up to the credential lifetime, 120 s) before it may start
-            # again; that delay is Slurm's, not the policy's, so the test lifts it as an admin could.
-            print(f"requeued job {low_id} held until {requeued.get('StartTime')}: released with StartTime=now")
-            scontrol(session, "update", f"jobid={low_id}", "StartTime=now")
+        lift_requeue_hold(session, low_id, requeued)
 
         _, took = wait_for(f"job {low_id} completed after its requeue",
                            lambda: _state(session, low_id)[0] == "COMPLETED" or None, REQUEUE_COMPLETE_WAIT_S, poll=1.0)
