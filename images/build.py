@@ -47,10 +47,12 @@ from .progress import StepPrinter, StepRecord, table
 HERE = Path(__file__).resolve().parent
 DOCKERFILES = HERE / "dockerfiles"
 FILES = HERE / "files"
+# The OpenMPI layer's script and what it installs (worker and login run the same layer).
+MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf")
 # Files from images/files each image's context carries (besides its Dockerfile).
 CONTEXT_FILES: dict[str, tuple[str, ...]] = {
-    "worker": ("sshd_slurmpod.conf", "mpi_hello.c", "openmpi-mca-params.conf"),
-    "login": ("sshd_slurmpod.conf", "mpi_hello.c", "openmpi-mca-params.conf"),
+    "worker": ("sshd_slurmpod.conf", *MPI_CONTEXT_FILES),
+    "login": ("sshd_slurmpod.conf", *MPI_CONTEXT_FILES),
 }
 MB = 1_000_000  # sizes are reported in MB as `docker images` does
 GIT_TIMEOUT_S = 10

@@ -34,32 +34,8 @@ RUN url=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/nul
 ARG MPI_PACKAGES=
 ARG MPI_STUBS=
 ARG MPI_BUILD_PACKAGES=
-COPY mpi_hello.c openmpi-mca-params.conf /tmp/slurmpod-mpi/
-RUN if [ -z "$MPI_PACKAGES" ]; then rm -rf /tmp/slurmpod-mpi; exit 0; fi; \
-    apt-get update; \
-    stub=/tmp/slurmpod-mpi/stub; mkdir -p "$stub/DEBIAN"; provides=; \
-    for p in $MPI_STUBS; do \
-        v=$(apt-cache show --no-all-versions "$p" | awk '$1 == "Version:" { print $2; exit }'); test -n "$v"; \
-        provides="${provides:+$provides, }$p (= $v)"; \
-    done; \
-    printf '%s\n' 'Package: slurmpod-no-rocm' 'Version: 1' 'Architecture: all' 'Maintainer: slurmpod' \
-        "Provides: $provides" 'Description: stands in for ROCm libraries UCX loads only on AMD GPUs' \
-        > "$stub/DEBIAN/control"; \
-    dpkg-deb --build "$stub" /tmp/slurmpod-mpi/slurmpod-no-rocm.deb >/dev/null; \
-    apt-get install -y --no-install-recommends /tmp/slurmpod-mpi/slurmpod-no-rocm.deb $MPI_PACKAGES; \
-    install -D -m 0644 /tmp/slurmpod-mpi/openmpi-mca-params.conf /etc/openmpi/openmpi-mca-params.conf; \
-    if [ -n "$MPI_BUILD_PACKAGES" ]; then \
-        dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/before; \
-        apt-get install -y --no-install-recommends $MPI_BUILD_PACKAGES; \
-        mpicc -O2 -o /usr/local/bin/slurmpod-mpi-hello /tmp/slurmpod-mpi/mpi_hello.c; \
-        dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/after; \
-        comm -13 /tmp/slurmpod-mpi/before /tmp/slurmpod-mpi/after | xargs apt-get purge -y; \
-        test -x /usr/local/bin/slurmpod-mpi-hello; \
-    fi; \
-    rm -rf /tmp/slurmpod-mpi; \
-    rm -f /etc/ssh/ssh_host_* /etc/munge/munge.key; \
-    apt-get clean; \
-    rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
+COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf /tmp/slurmpod-mpi/
+RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.
 COPY sshd_slurmpod.conf /etc/ssh/sshd_config.d/slurmpod.conf

@@ -177,8 +177,8 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
     wheel_only = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
                 "controller": wheel_only, "accounting": wheel_only, "restapi": wheel_only}
-    default = ["Dockerfile", "mpi_hello.c", "openmpi-mca-params.conf", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl",
-               "sshd_slurmpod.conf"]
+    default = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf",
+               "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
     assert files == expected.get(name, default)
 
 
@@ -205,13 +205,18 @@ def test_openmpi_only_where_slurm_has_mpi_pmix(role: str) -> None:
     # only the worker compiles slurmpod-mpi-hello (it runs where the tasks run)
     assert ("MPI_BUILD_PACKAGES" in trixie) == (role == "worker")
     assert not [k for k in forky if k.startswith("MPI_")]
-    for f in ("mpi_hello.c", "openmpi-mca-params.conf"):
+    for f in ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf"):
         assert f in build.CONTEXT_FILES[role]
 
 
+@pytest.mark.parametrize("role", ["worker", "login"])
+def test_worker_and_login_run_the_same_mpi_layer(role: str) -> None:
+    run = dockerfile(role)[index(dockerfile(role), "RUN", "install-mpi.sh")]
+    assert run.args == "sh /tmp/slurmpod-mpi/install-mpi.sh"
+
+
 def test_the_mpi_layer_compiles_then_drops_the_compilers_in_one_run() -> None:
-    run = dockerfile("worker")[index(dockerfile("worker"), "RUN", "$MPI_PACKAGES")]
-    text = run.args
+    text = (build.FILES / "install-mpi.sh").read_text(encoding="utf-8")
     assert text.index("slurmpod-no-rocm.deb $MPI_PACKAGES") < text.index("mpicc") \
         < text.index("comm -13 /tmp/slurmpod-mpi/before /tmp/slurmpod-mpi/after | xargs apt-get purge -y")
     assert "/etc/openmpi/openmpi-mca-params.conf" in text
