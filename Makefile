@@ -31,7 +31,7 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy build/__editable__*/slurmpod host/build/__editable__*/slurmpod_host
 
-## unit: includes helm lint/template of deploy/helm/slurmpod and offline schema checks (tests/unit/test_helm_chart.py)
+## unit: includes helm lint/template of deploy/helm/slurmpod and offline schema checks (tests/unit/deploy/test_helm_chart.py)
 unit: bootstrap
 	$(PYTEST) tests/unit
 

@@ -2,7 +2,7 @@
 # Regenerate the chart's committed renderings: deploy/kubernetes/slurmpod.yaml from the Helm chart with its
 # default values, and deploy/kubernetes/accounting/slurmpod.yaml with accounting and REST on. The plain
 # manifests (what `make demo`, the emulator and the tests run) are the chart's output, so there is one
-# source. tests/unit/test_helm_chart.py fails when they drift. Needs .tools/bin/helm
+# source. tests/unit/deploy/test_helm_chart.py fails when they drift. Needs .tools/bin/helm
 # (scripts/bootstrap-host.sh). Usage: scripts/render-manifests.sh [OUT [OUT_ACCOUNTING]]
 set -euo pipefail
 cd "$(dirname "$0")/.."

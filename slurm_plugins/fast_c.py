@@ -7,7 +7,7 @@ objects): cpu-only partitions, tier matching by partition or QoS, access by user
 requeue and the grace signal. It answers only what it can answer exactly like Python, and returns 0 (ask
 Python) for everything else: site rules, an unusable policy, access by group, a multi-node job under a
 topology rule, any string that is not printable ASCII, a value too long for the buffers.
-`tests/unit/test_policy_fastpath.py` compiles this file on its own and checks, over generated policies and
+`tests/unit/slurm_plugins/test_fastpath.py` compiles this file on its own and checks, over generated policies and
 requests, that every answer it gives is byte for byte the answer of the Python path.
 """
 

@@ -11,22 +11,19 @@ at the end.
 
 from __future__ import annotations
 
-import itertools
-import os
 import shlex
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from clusterkit import NAME, WORKERS, Session, all_idle, lift_requeue_hold, wait_for
+from clusterkit import WORKERS, Session, all_idle, lift_requeue_hold, wait_for
+from policyvolume import PolicyVolume
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
-POLICY_VOLUME = "policy"
 # The cluster's default partition is `main`: the tests make it the preemptible tier.
 TIERED = """
 tiers:
@@ -40,36 +37,6 @@ defaultTier: preemptible  # sbatch without -p leaves job_desc.partition unset at
 """
 RAISING = "rules: [{file: rules.py, function: rule}]\n"
 RAISING_RULE = "def rule(job, decision):\n    raise RuntimeError('quota service unreachable')\n"
-
-
-_STAMPS = itertools.count(1)
-
-
-class PolicyVolume:
-    """The controller's mounted `policy` ConfigMap, updated in kubelet's atomic-writer way."""
-
-    def __init__(self, session: Session) -> None:
-        self.base = Path(session.env[wk.ENV_STATE_DIR]) / NAME / "pods" / session.cluster.controller / "volumes" \
-            / POLICY_VOLUME
-        assert (self.base / "..data").is_symlink(), f"no `{POLICY_VOLUME}` volume on the controller: {self.base}"
-        self.original = os.readlink(self.base / "..data")
-
-    def publish(self, files: dict[str, str]) -> None:
-        stamp = f"..test_{os.getpid()}_{next(_STAMPS)}"  # unique across tests: each gets a new PolicyVolume
-        (self.base / stamp).mkdir(mode=0o755)
-        for name, text in files.items():
-            (self.base / stamp / name).write_text(text, encoding="utf-8")
-            (self.base / stamp / name).chmod(0o644)
-            if not (self.base / name).is_symlink():
-                (self.base / name).symlink_to(f"..data/{name}")
-        tmp = self.base / "..data_tmp"
-        tmp.symlink_to(stamp)
-        tmp.replace(self.base / "..data")  # rename(2): the swap kubelet makes
-
-    def restore(self) -> None:
-        tmp = self.base / "..data_tmp"
-        tmp.symlink_to(self.original)
-        tmp.replace(self.base / "..data")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from clusterkit import Session, all_idle, nodes, restore_pod, scontrol, wait_for, wait_idle, wait_ready
-from test_policy import PolicyVolume
+from policyvolume import PolicyVolume
 
 from slurmpod import well_known as wk
 from slurmpod.topology import hostlist

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
+import paths
 import pytest
 import topokit
 from fakes.slurm_client import FakeSlurm
@@ -20,7 +21,7 @@ from slurmpod.slurm_version import SlurmVersion
 from slurmpod.topology import kube, kubeapi, sync
 from slurmpod.topology.model import Format
 
-RECORDED = Path(__file__).parent / "golden" / "topology" / "slinky" / "nodes.json"
+RECORDED = paths.UNIT / "golden" / "topology" / "slinky" / "nodes.json"
 TOKEN = "test-token"  # a fake service-account token
 
 

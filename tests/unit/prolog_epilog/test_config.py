@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import paths
 import pytest
 
 from slurmpod.errors import BadInput
@@ -107,7 +108,7 @@ def test_xid_catalog_is_generated_from_its_csv() -> None:
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[2]
+    root = paths.REPO
     proc = subprocess.run([sys.executable, str(root / "scripts" / "gen_xid_catalog.py"), "--check"], timeout=60,
                           check=False)
     assert proc.returncode == 0, "prolog_epilog/xid_catalog.py is stale: run scripts/gen_xid_catalog.py"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import paths
 import pytest
 import yaml
 
@@ -22,7 +23,7 @@ from slurmpod.errors import BadInput
 from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster import manifests, podspec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.REPO
 CHART = ROOT / "deploy" / "helm" / "slurmpod"
 RENDERED = ROOT / "deploy" / "kubernetes" / "slurmpod.yaml"
 RENDERED_ACCOUNTING = ROOT / "deploy" / "kubernetes" / "accounting" / "slurmpod.yaml"

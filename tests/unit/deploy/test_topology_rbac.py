@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
+import paths
 import pytest
 import yaml
 
-RBAC = Path(__file__).parents[2] / "deploy" / "kubernetes" / "slurmpod.yaml"
+RBAC = paths.REPO / "deploy" / "kubernetes" / "slurmpod.yaml"
 READ_VERBS = {"get", "list", "watch"}
 
 

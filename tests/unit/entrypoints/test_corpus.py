@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import paths
 import podkit
 import pytest
 import yaml
@@ -27,7 +28,7 @@ from slurmpod import well_known as wk
 from slurmpod.entrypoints import start
 from slurmpod.errors import BadInput
 
-CORPUS_FILE = Path(__file__).parent / "corpus" / "malformed.yaml"
+CORPUS_FILE = paths.UNIT / "corpus" / "malformed.yaml"
 CASES: list[dict[str, Any]] = yaml.safe_load(CORPUS_FILE.read_text(encoding="utf-8"))
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
 MESSAGE_PREFIX = "slurmpod: bad input: "

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+import paths
 import pytest
 import topokit
 
@@ -18,7 +19,7 @@ from slurmpod.slurm_version import SlurmVersion
 from slurmpod.topology import kube, sync
 from slurmpod.topology.model import Format, Provider
 
-GOLDEN = Path(__file__).parent / "golden" / "topology"
+GOLDEN = paths.UNIT / "golden" / "topology"
 UPDATE = os.environ.get("SLURMPOD_UPDATE_GOLDEN") == "1"
 OUTPUTS = {"tree.conf": (Format.TREE, SlurmVersion(24, 11)), "block.conf": (Format.BLOCK, SlurmVersion(24, 11)),
            "block.yaml": (Format.BLOCK, SlurmVersion(26, 5)), "tree.yaml": (Format.TREE, SlurmVersion(26, 5))}

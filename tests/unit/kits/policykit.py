@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import paths
 import yaml
 
 from slurmpod.slurm_plugins import loader
@@ -12,7 +13,7 @@ from slurmpod.slurm_plugins.policy import Policy
 from slurmpod.slurm_plugins.request import JobRequest
 
 # The chart's default output; its `slurmpod-policy` ConfigMap holds the shipped policy.
-DEPLOY_POLICY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "slurmpod.yaml"
+DEPLOY_POLICY = paths.REPO / "deploy" / "kubernetes" / "slurmpod.yaml"
 
 
 def default_policy_text() -> str:

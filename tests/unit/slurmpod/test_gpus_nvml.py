@@ -13,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import paths
 import pytest
 
-FAKE_SRC = Path(__file__).resolve().parents[1] / "fakes" / "nvml" / "fake_nvml.c"
+FAKE_SRC = paths.TESTS / "fakes" / "nvml" / "fake_nvml.c"
 
 PROBE = """
 import json

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import paths
 import podkit
 import pytest
 import yaml
@@ -156,7 +157,7 @@ def test_policy_selects_the_job_submit_plugin(doc: dict[str, Any], policy: str, 
 
 def _shipped_cluster_configmap() -> dict[str, Any]:
     """The `cluster` ConfigMap of deploy/kubernetes/slurmpod.yaml (the chart's default output)."""
-    text = (Path(__file__).resolve().parents[2] / "deploy/kubernetes/slurmpod.yaml").read_text(encoding="utf-8")
+    text = (paths.REPO / "deploy/kubernetes/slurmpod.yaml").read_text(encoding="utf-8")
     (doc,) = [d for d in yaml.safe_load_all(text)
               if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "slurmpod-cluster"]
     return doc  # type: ignore[no-any-return]

@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import paths
 import pytest
 from fakes.gpu_libs import build, write_state
 
-HERE = Path(__file__).resolve().parent
+HERE = paths.KITS
 HEALTHY = "gpus=8\nnvlinks=4\nfabric.state=3\n"
 KMSG_XID79_GPU2 = "6,100,5000,-;NVRM: Xid (PCI:0000:12:00): 79, pid=0, GPU has fallen off the bus.\n"
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import paths
 from policykit import default_policy_text
 
 from slurmpod_host.bench import plugin
 
 
 def test_the_bench_uses_the_shipped_policy() -> None:
-    assert plugin.default_policy(Path(__file__).resolve().parents[2]) == default_policy_text()
+    assert plugin.default_policy(paths.REPO) == default_policy_text()

@@ -7,15 +7,16 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import paths
 import pytest
 import yaml
 
 from slurmpod.errors import BadInput
 from slurmpod_host.images import pin
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.REPO
 CHART_VALUES = ROOT / "deploy" / "helm" / "slurmpod" / "values.yaml"
-GOLDEN = Path(__file__).parent / "golden" / "pin"
+GOLDEN = paths.UNIT / "golden" / "pin"
 IDS = {"controller": "sha256:" + "c" * 64, "worker": "sha256:" + "a" * 64, "login": "sha256:" + "d" * 64,
        "accounting": "sha256:" + "b" * 64, "restapi": "sha256:" + "f" * 64}
 PUSHED_WORKER = "sha256:" + "e" * 64

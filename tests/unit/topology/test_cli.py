@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import paths
 import pytest
 import topokit
 
 from slurmpod import well_known as wk
 
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
-GOLDEN = Path(__file__).parent / "golden" / "topology"
+GOLDEN = paths.UNIT / "golden" / "topology"
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,16 +8,16 @@ free-form maps (extraConfMap, prolog/epilog scripts) take any key below them.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
+import paths
 import yaml
 
 from slurmpod import well_known as wk
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.REPO
 VALUES = ROOT / "deploy/slinky/values.yaml"
-PATHS = Path(__file__).parent / "data/slinky_chart_value_paths.txt"
+PATHS = paths.UNIT / "data/slinky_chart_value_paths.txt"
 FREE_FORM = ("controller.extraConfMap", "prologScripts", "epilogScripts")
 NAMED = {"nodesets": "nodesetDefaults", "loginsets": "loginsetDefaults"}
 

@@ -1,47 +1,29 @@
 """Rendered files pinned byte for byte by golden files in tests/unit/golden/.
 
-Regenerate after an intended change with:  SLURMPOD_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/test_golden.py
+Regenerate after an intended change with
+    SLURMPOD_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/entrypoints/test_golden.py
 (the rewritten cases fail), review the diff, and rerun without it. The slurmpod version in headers is
 replaced by VERSION so releases do not churn them.
 """
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 
 import podkit
 import pytest
 import yaml
+from golden import check_golden
 from podkit import Machine
 
-from slurmpod import __version__, hardware, podinfo
+from slurmpod import hardware, podinfo
 from slurmpod import well_known as wk
 from slurmpod.entrypoints import cluster_spec, nodespec, programs, render, start, topology_sync
 from slurmpod.hardware import Gpu
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm_version import SlurmVersion
 from slurmpod.topology import kube, registered
-
-GOLDEN = Path(__file__).parent / "golden"
-UPDATE = os.environ.get("SLURMPOD_UPDATE_GOLDEN") == "1"
-
-
-def check_golden(name: str, text: str) -> None:
-    """Pass only when the golden file already holds ``text``. With SLURMPOD_UPDATE_GOLDEN=1 a differing
-    file is rewritten and the test still fails, so a run that rewrote goldens can never pass."""
-    text = text.replace(f"slurmpod {__version__} ", "slurmpod VERSION ")
-    path = GOLDEN / name
-    old = path.read_text(encoding="utf-8") if path.exists() else None
-    if text == old:
-        return
-    if UPDATE:
-        path.write_text(text, encoding="utf-8")
-        pytest.fail(f"{name} rewritten; review `git diff {path}`, then rerun without SLURMPOD_UPDATE_GOLDEN")
-    assert old is not None, f"{path} missing; run with SLURMPOD_UPDATE_GOLDEN=1 to create it"
-    assert text == old, f"{name} changed; SLURMPOD_UPDATE_GOLDEN=1 to accept"
-
 
 SPECS = {
     "basic": podkit.SPEC_BASIC,

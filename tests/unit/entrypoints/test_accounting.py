@@ -10,7 +10,7 @@ from pathlib import Path
 import podkit
 import pytest
 import yaml
-from test_golden import check_golden
+from golden import check_golden
 
 from slurmpod import well_known as wk
 from slurmpod.commands import Result

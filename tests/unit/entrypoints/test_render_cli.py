@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import paths
 import podkit
 import pytest
 from podkit import Machine
@@ -18,7 +19,7 @@ from slurmpod import well_known as wk
 from slurmpod.entrypoints import start
 
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = paths.UNIT / "golden"
 
 
 @pytest.fixture(autouse=True)

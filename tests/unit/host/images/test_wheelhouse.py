@@ -6,6 +6,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import paths
 import pytest
 
 from slurmpod.errors import PermanentError
@@ -99,7 +100,7 @@ def test_dynamic_version_is_read_from_the_attr_without_importing(tmp_path: Path)
 
 def test_the_repository_wheel_sources_are_the_pod_side_only() -> None:
     """The wheel the images install holds every pod subpackage and none of the host tools."""
-    repo = Path(__file__).resolve().parents[2]
+    repo = paths.REPO
     sources = set(wheelhouse.source_paths(repo))
     assert {"slurmpod", "entrypoints", "prolog_epilog", "topology", "slurm_plugins", "pyproject.toml"} <= sources
     assert not sources & {"images", "host"}

@@ -14,13 +14,14 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
+import paths
 import pytest
 from policykit import default_policy_text
 
 from slurmpod import well_known as wk
 from slurmpod.slurm_plugins import build_plugin, stats
 
-FAKES = Path(__file__).resolve().parents[1] / "fakes" / "slurm"
+FAKES = paths.TESTS / "fakes" / "slurm"
 
 
 @pytest.fixture(scope="module")

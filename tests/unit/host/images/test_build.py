@@ -6,13 +6,14 @@ import argparse
 import io
 from pathlib import Path
 
+import paths
 import pytest
 
 from slurmpod.errors import BadInput
 from slurmpod_host.images import build, flavors, progress, rootfs
 from slurmpod_host.images.engine import ImageInfo
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = paths.REPO
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,42 @@
+"""The controller's mounted `policy` ConfigMap in the emulator, updated the way the kubelet updates it."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+from clusterkit import NAME, Session
+
+from slurmpod import well_known as wk
+
+POLICY_VOLUME = "policy"
+
+_STAMPS = itertools.count(1)
+
+
+class PolicyVolume:
+    """The controller's mounted `policy` ConfigMap, updated in kubelet's atomic-writer way."""
+
+    def __init__(self, session: Session) -> None:
+        self.base = Path(session.env[wk.ENV_STATE_DIR]) / NAME / "pods" / session.cluster.controller / "volumes" \
+            / POLICY_VOLUME
+        assert (self.base / "..data").is_symlink(), f"no `{POLICY_VOLUME}` volume on the controller: {self.base}"
+        self.original = os.readlink(self.base / "..data")
+
+    def publish(self, files: dict[str, str]) -> None:
+        stamp = f"..test_{os.getpid()}_{next(_STAMPS)}"  # unique across tests: each gets a new PolicyVolume
+        (self.base / stamp).mkdir(mode=0o755)
+        for name, text in files.items():
+            (self.base / stamp / name).write_text(text, encoding="utf-8")
+            (self.base / stamp / name).chmod(0o644)
+            if not (self.base / name).is_symlink():
+                (self.base / name).symlink_to(f"..data/{name}")
+        tmp = self.base / "..data_tmp"
+        tmp.symlink_to(stamp)
+        tmp.replace(self.base / "..data")  # rename(2): the swap kubelet makes
+
+    def restore(self) -> None:
+        tmp = self.base / "..data_tmp"
+        tmp.symlink_to(self.original)
+        tmp.replace(self.base / "..data")
