@@ -5,7 +5,7 @@ before slurmctld starts. `daemon topology-sync`, supervised beside slurmctld, th
 ``syncIntervalSeconds``: it re-renders from the same source and, only when the text changed, writes the
 file and runs `scontrol reconfigure` (slurmctld reads topology files only at start and reconfigure).
 Sources (cluster.yaml `topology.source`): `slurm` reads the placements workers registered
-(topology/registered.py); `api` reads node labels and worker pods from the Kubernetes API (kubeapi.py).
+(topology/extra_placements.py); `api` reads node labels and worker pods from the Kubernetes API (kubeapi.py).
 Ref: https://slurm.schedmd.com/topology.html ; https://slurm.schedmd.com/scontrol.html#OPT_reconfigure
 """
 
@@ -27,7 +27,7 @@ from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, SlurmClient
 from slurmpod.slurm_version import SlurmVersion
 from slurmpod.timing import Clock, SystemClock
-from slurmpod.topology import annotation, kube, kubeapi, registered, sync
+from slurmpod.topology import annotation, extra_placements, kube, kubeapi, sync
 from slurmpod.topology.model import Format, Provider
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class SlurmSource:
         self._client = client
 
     def read(self) -> tuple[tuple[kube.KubeNode, ...], tuple[kube.WorkerPod, ...] | None]:
-        return registered.kube_nodes(self._client.nodes(timeout=STEP_TIMEOUT)), None
+        return extra_placements.kube_nodes(self._client.nodes(timeout=STEP_TIMEOUT)), None
 
 
 class ApiSource:
@@ -147,7 +147,7 @@ def repair_registrations(client: SlurmClient, nodes: Sequence[NodeState]) -> lis
     topology/block's aggregate bitmap (see topology/sync.py). Returns the nodes updated."""
     fixed = []
     for node in nodes:
-        placement = registered.placement_of(node)
+        placement = extra_placements.placement_of(node)
         if placement is None:
             continue
         try:

@@ -10,9 +10,9 @@ Modules, each with one job (see README.md for the choices):
   blocksizes    BlockSizes: the default, and Slurm's rules for a given list
   render_conf   topology.conf for topology/tree and topology/block
   render_yaml   topology.yaml (Slurm 25.05+)
-  registration  the per-node `Topology=` registration value (Slurm 25.05+)
+  node_topology the per-node `Topology=` registration value (Slurm 25.05+)
   sync          previous rendering + current nodes/pods -> what changed and what to do
   kubeapi       a read-only Kubernetes API reader (nodes, worker pods)
-  registered    placements the workers registered with slurmctld (`slurmd --extra`) -> nodes
+  extra_placements  placements the workers registered with slurmctld (`slurmd --extra`) -> nodes
   render_cli    `slurmpod topology render`
 """

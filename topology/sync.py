@@ -20,7 +20,7 @@ import yaml
 
 from slurmpod.errors import BadInput
 from slurmpod.slurm_version import SlurmVersion
-from slurmpod.topology import blocksizes, hostlist, kube, layout, providers, registration, render_conf, render_yaml
+from slurmpod.topology import blocksizes, hostlist, kube, layout, node_topology, providers, render_conf, render_yaml
 from slurmpod.topology.model import Format, Provider, Unplaced
 
 
@@ -69,7 +69,7 @@ def render(nodes: Sequence[kube.KubeNode], pods: Sequence[kube.WorkerPod] | None
         # "topology_p_add_rm_node() ... no-op path"; scontrol show topology still looks right).
         listed = None if settings.list_placed else frozenset(unplaced)
         text = render_yaml.render(lay, settings.plugin, sizes, listed=listed)
-        return text, registration.values(lay, version)
+        return text, node_topology.values(lay, version)
     if settings.plugin is Format.TREE:
         return render_conf.tree(lay), None
     return render_conf.block(lay, sizes), None

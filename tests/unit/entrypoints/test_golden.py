@@ -23,7 +23,7 @@ from slurmpod.entrypoints import cluster_spec, nodespec, programs, render, start
 from slurmpod.hardware import Gpu
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm_version import SlurmVersion
-from slurmpod.topology import kube, registered
+from slurmpod.topology import extra_placements, kube
 
 SPECS = {
     "basic": podkit.SPEC_BASIC,
@@ -154,7 +154,7 @@ class _Registered:
         states = [NodeState(f"gpu-farm-worker-{i}", "IDLE",
                             extra=f'{{"{wk.EXTRA_TOPOLOGY_KEY}": "b{i // 2 + 1}/host{i}"}}')
                   for i in range(self.count)]
-        return registered.kube_nodes(states), None
+        return extra_placements.kube_nodes(states), None
 
 
 @pytest.mark.parametrize(("version", "plugin", "workers"), [

@@ -14,7 +14,7 @@ from slurmpod.entrypoints import cluster_spec, topology_sync
 from slurmpod.errors import BadInput, TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm_version import SlurmVersion
-from slurmpod.topology import registered
+from slurmpod.topology import extra_placements
 from slurmpod.topology.model import Provider
 
 V24 = SlurmVersion(24, 11)
@@ -54,11 +54,11 @@ def _four(slurm: FakeSlurm) -> None:
     ids=["none", "not-json", "not-an-object", "admins-own-extra", "empty", "path", "topo-unit"],
 )
 def test_placement_of(extra: str, expected: str | None) -> None:
-    assert registered.placement_of(NodeState("w-0", "IDLE", extra=extra)) == expected
+    assert extra_placements.placement_of(NodeState("w-0", "IDLE", extra=extra)) == expected
 
 
 def test_kube_nodes_label_placed_nodes_and_keep_the_rest_unplaced() -> None:
-    nodes = registered.kube_nodes([NodeState("w-1", "IDLE"), NodeState("w-0", "IDLE", extra=_extra("b1/h"))])
+    nodes = extra_placements.kube_nodes([NodeState("w-1", "IDLE"), NodeState("w-0", "IDLE", extra=_extra("b1/h"))])
     assert [(n.name, dict(n.labels)) for n in nodes] == [("w-0", {wk.LABEL_TOPOLOGY: "b1/h"}), ("w-1", {})]
 
 

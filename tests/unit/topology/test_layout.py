@@ -14,7 +14,7 @@ from slurmpod import well_known as wk
 from slurmpod.entrypoints import nodespec
 from slurmpod.errors import BadInput
 from slurmpod.slurm_version import SlurmVersion
-from slurmpod.topology import kube, layout, providers, registration
+from slurmpod.topology import kube, layout, node_topology, providers
 from slurmpod.topology.model import ROOT_SWITCH, Placement, Provider, Unplaced
 
 
@@ -96,13 +96,13 @@ def test_pod_on_an_unknown_node_is_unplaced() -> None:
                          ids=["24.11-none", "25.05", "26.05"])
 def test_registration_value_only_where_slurm_takes_it(version: str, expected: dict[str, str] | None) -> None:
     lay = layout.build([Placement("n0", ("sp", "b1"), "n0")], [], Unplaced.ERROR)
-    assert registration.values(lay, SlurmVersion.parse(version)) == expected
+    assert node_topology.values(lay, SlurmVersion.parse(version)) == expected
 
 
 def test_registration_value_is_what_a_worker_registers_with(tmp_path: Path) -> None:
     """The value, handed to the pod as Slinky's env (downward API), reaches slurmd's Topology= unchanged."""
     lay = layout.build([Placement("n0", ("sp", "b1"), "n0")], [], Unplaced.ERROR)
-    values = registration.values(lay, SlurmVersion(26, 5))
+    values = node_topology.values(lay, SlurmVersion(26, 5))
     assert values is not None
     podkit.write_podinfo(tmp_path / "podinfo", podkit.worker_labels(), None)
     env = {wk.ENV_POD_NAME: podkit.POD, wk.ENV_CONTROLLER: podkit.CONTROLLER, wk.ENV_SLINKY_TOPOLOGY: values["n0"]}
