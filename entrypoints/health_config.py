@@ -1,4 +1,4 @@
-"""The worker's health config (/etc/slurmpod/health.yaml): what the hooks cannot learn themselves.
+"""The worker's health config (/etc/slurmpod/health.json): what the hooks cannot learn themselves.
 
 slurmd starts Prolog, Epilog and HealthCheckProgram with an environment of its own (no SLURMPOD_* from
 the pod), so the pod writes at start what it knows: the GPUs NVML saw, the auth type, the RealMemory it

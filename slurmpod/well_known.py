@@ -247,7 +247,7 @@ ENV_HEALTH_STATE_DIR = "SLURMPOD_HEALTH_STATE_DIR"  # kept between runs; an empt
 ENV_HEALTH_METRICS_DIR = "SLURMPOD_HEALTH_METRICS_DIR"  # node-exporter's textfile collector dir
 ENV_EXPECTED_GPUS = "SLURMPOD_EXPECTED_GPUS"  # resourceFieldRef limits."nvidia.com/gpu"
 ENV_REAL_MEMORY = "SLURMPOD_REAL_MEMORY"  # the RealMemory (MiB) this worker registers with
-HEALTH_CONFIG = "/etc/slurmpod/health.yaml"
+HEALTH_CONFIG = "/etc/slurmpod/health.json"
 HEALTH_STATE_DIR = "/var/lib/slurmpod/health"
 # Ref: https://github.com/prometheus/node_exporter#textfile-collector
 HEALTH_METRICS_DIR = "/var/lib/node_exporter/textfile_collector"

@@ -63,7 +63,7 @@ def short_interval(session: Session, cred_expire_s: int | None = None) -> Iterat
         all_idle(session)
         yield
     finally:
-        restore_cluster(session, old)  # workers too: a fresh health.yaml and health state
+        restore_cluster(session, old)  # workers too: a fresh health.json and health state
 
 
 def health_config(s: Session, pod: str) -> dict[str, object]:

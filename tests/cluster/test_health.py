@@ -2,7 +2,7 @@
 prolog catches (libnvidia-ml missing on a node that should have GPUs), drain with our reason, requeue to
 the healthy worker, return to service by the periodic check, and an admin drain left alone.
 
-The fault is injected through the health config the worker wrote at start (/etc/slurmpod/health.yaml):
+The fault is injected through the health config the worker wrote at start (/etc/slurmpod/health.json):
 `expected_gpus: 8` on a pod without libnvidia-ml.so.1 is exactly what a node whose driver library went
 missing looks like to the checks. Fake-GPU workers (the other eleven faults) are not in this file yet.
 """

@@ -83,7 +83,7 @@ def _state(s: Session, pod: str, text: str) -> None:
 
 
 def _configure(s: Session, worker: str) -> None:
-    """The pod's health.yaml (written by its entrypoint at start) with the tests' settings."""
+    """The pod's health.json (written by its entrypoint at start) with the tests' settings."""
     doc = {**healthkit.health_config(s, worker), "expected_gpus": GPUS}
     # The fake NCCL's bandwidth is a nanosleep inside the check's Python loop: on this loaded host it
     # measures the loop, not a link (unit tests cover the floor). Keep it from draining healthy pods.
