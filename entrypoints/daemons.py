@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from slurmpod import reasons
+from slurmpod import confvalues, reasons
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
 from slurmpod.errors import BadInput, TransientError
@@ -85,7 +85,7 @@ def node_reaper(client: SlurmClient, timeout_s: float, interval_s: float, clock:
 
 def parse_conf(conf: str) -> dict[str, str]:
     """`Key=Value Key=Value` (the --conf string slurmpod rendered) -> mapping."""
-    return dict(item.partition("=")[::2] for item in conf.split() if "=" in item)
+    return dict(confvalues.parse_kv_line("--conf", conf))
 
 
 def stale_fields(state: NodeState, expected: dict[str, str]) -> list[str]:

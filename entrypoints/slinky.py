@@ -20,7 +20,6 @@ like any other node value (slurmpod.confvalues), so nothing in them can add a ke
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -37,7 +36,6 @@ _TOPOLOGY_REFS = frozenset({
     f"'\"${wk.ENV_SLINKY_TOPOLOGY}\"'", f"\"${wk.ENV_SLINKY_TOPOLOGY}\"",
     f"${wk.ENV_SLINKY_TOPOLOGY}", f"${{{wk.ENV_SLINKY_TOPOLOGY}}}",
 })
-_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
 # Node parameters an operator's --conf may set (matched case-insensitively: the operator title-cases
 # ExtraConf keys, so RealMemory arrives as Realmemory). Numeric ones replace ours as integers.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#SECTION_NODE-CONFIGURATION
@@ -75,13 +73,8 @@ def _conf(raw: str) -> tuple[tuple[str, ...], str | None, tuple[tuple[str, str],
     seen: set[str] = set()
     if any(ord(c) < 0x20 or c == "\x7f" for c in raw):  # a newline would start another config line
         raise BadInput.one("--conf", raw, "control characters are not allowed")
-    for item in _unquote(raw).split(" "):
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
+    for key, value in confvalues.parse_kv_line("--conf", _unquote(raw)):
         field = f"--conf {key}"
-        if not sep or not _KEY.fullmatch(key):
-            raise BadInput.one("--conf", item, "expected Key=Value")
         canonical = _CANONICAL.get(key.lower())
         if canonical is None:
             allowed = ", ".join(sorted(set(_CANONICAL.values())))

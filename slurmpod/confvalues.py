@@ -86,15 +86,65 @@ def quoted_text(field: str, value: str, max_len: int = 255) -> str:
     return f'"{value}"'
 
 
+# A Slurm parameter name. Ref: https://slurm.schedmd.com/slurm.conf.html#SECTION_DESCRIPTION
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}")
+# A value that opens with a double quote is one quoted string, which may hold whitespace (quoted_text).
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def _value_problem(value: str) -> str | None:
+    """Why ``value`` cannot be one value of a ``Key=Value`` line, or None."""
+    if "\n" in value or "\r" in value or "#" in value:
+        return "line-breaking character"
+    if value.startswith('"'):
+        return None if _QUOTED.fullmatch(value) else "a value that opens a quote must be one quoted string"
+    if any(c.isspace() for c in value):
+        return "unquoted whitespace"
+    return None
+
+
 def kv_line(pairs: list[tuple[str, str]]) -> str:
     """Join already-validated pairs into one ``Key=Value Key=Value`` line; re-checks as a tripwire."""
     out = []
     for key, value in pairs:
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", key):
+        if not _KEY.fullmatch(key):
             raise ValueError(f"bad Slurm key {key!r}")
-        if any(c.isspace() for c in value) and not (value.startswith('"') and value.endswith('"')):
-            raise ValueError(f"unquoted whitespace in {key}={value!r}")
-        if "\n" in value or "\r" in value or "#" in value:
-            raise ValueError(f"line-breaking character in {key}={value!r}")
+        problem = _value_problem(value)
+        if problem is not None:
+            raise ValueError(f"{problem} in {key}={value!r}")
         out.append(f"{key}={value}")
     return " ".join(out)
+
+
+def parse_kv_line(field: str, line: str) -> list[tuple[str, str]]:
+    """The pairs of one ``Key=Value Key=Value`` line, in order: the inverse of ``kv_line``.
+
+    Pairs are separated by spaces; a value that opens with a double quote runs to the closing quote and
+    keeps its quotes, as ``kv_line`` took it. Whatever ``kv_line`` would refuse is BadInput: a token
+    without ``=`` or with a bad key under ``field``, a bad value under ``field`` and its key.
+    """
+    pairs: list[tuple[str, str]] = []
+    i, end = 0, len(line)
+    while i < end:
+        if line[i] == " ":
+            i += 1
+            continue
+        eq = line.find("=", i)
+        space = line.find(" ", i)
+        token_end = end if space < 0 else space
+        key = line[i:eq] if 0 <= eq < token_end else ""
+        if not _KEY.fullmatch(key):
+            raise BadInput.one(field, line[i:token_end], "expected Key=Value")
+        start = eq + 1
+        value_end = token_end
+        if line.startswith('"', start):
+            close = line.find('"', start + 1)
+            if close >= 0 and (close + 1 == end or line[close + 1] == " "):
+                value_end = close + 1
+        value = line[start:value_end]
+        problem = _value_problem(value)
+        if problem is not None:
+            raise BadInput.one(f"{field} {key}", value, problem)
+        pairs.append((key, value))
+        i = value_end
+    return pairs

@@ -50,3 +50,8 @@ def test_absent_spec_keys_mean_zero() -> None:
     conf = parse_conf("CPUs=2 RealMemory=24105 Features=workers,ib")
     assert stale_fields(_state(specialized_cores=0, specialized_memory=0), conf) == []
     assert stale_fields(_state(), conf) != []
+
+
+def test_parse_conf_keeps_a_quoted_value_whole() -> None:
+    conf = parse_conf('CPUs=2 Reason="gpu 3 lost" Features=workers')
+    assert conf == {"CPUs": "2", "Reason": '"gpu 3 lost"', "Features": "workers"}

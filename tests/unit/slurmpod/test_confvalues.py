@@ -151,8 +151,11 @@ def test_kv_line_joins_pairs() -> None:
         [("Features", '"a\nb"')],
         [("Features", "a#b")],
         [("Features", "a\rb")],
+        [("Reason", '"open')],
+        [("Reason", '"a" "b"')],
     ],
-    ids=["key-space", "key-empty", "key-assign", "value-space", "value-newline-quoted", "value-hash", "value-cr"],
+    ids=["key-space", "key-empty", "key-assign", "value-space", "value-newline-quoted", "value-hash", "value-cr",
+         "value-open-quote", "value-two-quoted"],
 )
 def test_kv_line_tripwire(pairs: list[tuple[str, str]]) -> None:
     with pytest.raises(ValueError):
@@ -177,3 +180,73 @@ def test_validated_values_are_one_token(value: str) -> None:
             continue
         assert ok.split() == [ok]
         assert not set(ok) & set("=#\"'\n\r\\")
+
+
+_KEYS = st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,63}", fullmatch=True)
+# What kv_line takes: a bare value (no whitespace, no opening quote), or one quoted string.
+_BARE = st.text(max_size=20).filter(lambda v: not v.startswith('"') and not any(c.isspace() or c in "#\n\r" for c in v))
+_QUOTED = st.text(max_size=20).filter(lambda v: not set(v) & set('"#\n\r')).map(lambda v: f'"{v}"')
+_PAIRS = st.lists(st.tuples(_KEYS, st.one_of(_BARE, _QUOTED)), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PAIRS)
+def test_parse_kv_line_inverts_kv_line(pairs: list[tuple[str, str]]) -> None:
+    assert confvalues.parse_kv_line("f", confvalues.kv_line(pairs)) == pairs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_KEYS, st.text(max_size=12)), max_size=4))
+def test_parse_kv_line_inverts_whatever_kv_line_takes(pairs: list[tuple[str, str]]) -> None:
+    try:
+        line = confvalues.kv_line(pairs)
+    except ValueError:
+        return
+    assert confvalues.parse_kv_line("f", line) == pairs
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='AB= "#\t\nx', max_size=24))
+def test_parse_kv_line_takes_only_what_kv_line_writes(line: str) -> None:
+    """A line it parses is one kv_line accepts the pairs of, and writes again as the same pairs."""
+    try:
+        pairs = confvalues.parse_kv_line("f", line)
+    except BadInput:
+        return
+    assert confvalues.parse_kv_line("f", confvalues.kv_line(pairs)) == pairs
+
+
+@pytest.mark.parametrize(
+    ("line", "pairs"),
+    [
+        ("", []),
+        ("NodeName=w-0 Features=x,y", [("NodeName", "w-0"), ("Features", "x,y")]),
+        ('Reason="gpu 3 lost" State=DRAIN', [("Reason", '"gpu 3 lost"'), ("State", "DRAIN")]),
+        ("  A=1   B=  ", [("A", "1"), ("B", "")]),
+        ("Extra=a=b A=1 A=2", [("Extra", "a=b"), ("A", "1"), ("A", "2")]),
+        ("Topology='\"$SLINKY_TOPOLOGY\"'", [("Topology", "'\"$SLINKY_TOPOLOGY\"'")]),
+    ],
+    ids=["empty", "bare", "quoted-space", "extra-spaces", "equals-and-repeats", "inner-quotes"],
+)
+def test_parse_kv_line(line: str, pairs: list[tuple[str, str]]) -> None:
+    assert confvalues.parse_kv_line("f", line) == pairs
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("novalue", "f"),
+        ("=1", "f"),
+        ("9Key=1", "f"),
+        ("A=1#2", "f A"),
+        ('Reason="open', "f Reason"),
+        ('Reason="a"b', "f Reason"),
+        ("A=1\tB=2", "f A"),
+        ("A=1\nB=2", "f A"),
+    ],
+    ids=["no-equals", "no-key", "bad-key", "hash", "open-quote", "after-quote", "tab", "newline"],
+)
+def test_parse_kv_line_refuses_what_kv_line_would(line: str, field: str) -> None:
+    with pytest.raises(BadInput) as exc:
+        confvalues.parse_kv_line("f", line)
+    assert exc.value.problems[0].field == field
