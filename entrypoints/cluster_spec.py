@@ -15,23 +15,90 @@ from typing import Any
 from slurmpod import confvalues
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
-from slurmpod.problems import Problems
+from slurmpod.problems import Problems, Section, build, join
 from slurmpod.topology import blocksizes
 from slurmpod.topology.model import Provider, Unplaced
 
-# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PreemptMode
-PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG")
-AUTH_TYPES = wk.AUTH_TYPES
-TOPOLOGY_PLUGINS = ("none", "tree", "block")
-SELECT_TYPES = ("cons_tres", "linear")
-# Which job_submit plugin slurmctld runs: slurmpod's Python policy (job_submit_slurmpod.so, reading the
-# mounted `policy` ConfigMap), Slurm's job_submit/lua (job_submit.lua beside slurm.conf), or none.
-# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins
-POLICY_NONE, POLICY_SLURMPOD, POLICY_LUA = "none", "slurmpod", "lua"
-POLICIES = (POLICY_NONE, POLICY_SLURMPOD, POLICY_LUA)
-# MPI plugins a cluster may make the default (srun --mpi= still picks per step). Left out of the spec, the
-# default is pmix where the controller's Slurm has mpi_pmix.so, else none. Ref: https://slurm.schedmd.com/mpi_guide.html
-MPI_TYPES = ("pmix", "pmi2", "none")
+
+class Select(enum.StrEnum):
+    """SelectType=select/<value>. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SelectType"""
+
+    CONS_TRES = "cons_tres"
+    LINEAR = "linear"
+
+
+class TopologyPlugin(enum.StrEnum):
+    """TopologyPlugin=topology/<value>. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TopologyPlugin"""
+
+    NONE = "none"
+    TREE = "tree"
+    BLOCK = "block"
+
+
+class Policy(enum.StrEnum):
+    """Which job_submit plugin slurmctld runs: slurmpod's Python policy (job_submit_slurmpod.so, reading the
+    mounted `policy` ConfigMap), Slurm's job_submit/lua (job_submit.lua beside slurm.conf), or none.
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins
+    """
+
+    NONE = "none"
+    SLURMPOD = "slurmpod"
+    LUA = "lua"
+
+
+class MpiType(enum.StrEnum):
+    """MPI plugins a cluster may make the default (srun --mpi= still picks per step). Left out of the spec,
+    the default is pmix where the controller's Slurm has mpi_pmix.so, else none.
+    Ref: https://slurm.schedmd.com/mpi_guide.html
+    """
+
+    PMIX = "pmix"
+    PMI2 = "pmi2"
+    NONE = "none"
+
+
+class PreemptMode(enum.StrEnum):
+    """A partition's PreemptMode. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PreemptMode"""
+
+    OFF = "OFF"
+    CANCEL = "CANCEL"
+    REQUEUE = "REQUEUE"
+    SUSPEND = "SUSPEND"
+    GANG = "GANG"
+
+
+class QosPreemptMode(enum.StrEnum):
+    """A QoS's PreemptMode (GANG is cluster-wide only). Ref: https://slurm.schedmd.com/sacctmgr.html#OPT_PreemptMode"""
+
+    OFF = "OFF"
+    CANCEL = "CANCEL"
+    REQUEUE = "REQUEUE"
+    SUSPEND = "SUSPEND"
+
+
+class PrologFlag(enum.StrEnum):
+    """Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologFlags"""
+
+    ALLOC = "Alloc"
+    CONTAIN = "Contain"
+    DEFER_BATCH = "DeferBatch"
+    NO_HOLD = "NoHold"
+    FORCE_REQUEUE_ON_FAIL = "ForceRequeueOnFail"
+    RUN_IN_JOB = "RunInJob"
+    SERIAL = "Serial"
+    X11 = "X11"
+
+
+class HealthCheckState(enum.StrEnum):
+    """Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState"""
+
+    ALLOC = "ALLOC"
+    ANY = "ANY"
+    CYCLE = "CYCLE"
+    IDLE = "IDLE"
+    MIXED = "MIXED"
+    NONDRAINED_IDLE = "NONDRAINED_IDLE"
+    START_ONLY = "START_ONLY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +113,7 @@ class PartitionSpec:
     nodesets: tuple[str, ...]
     default: bool
     priority_tier: int
-    preempt_mode: str
+    preempt_mode: PreemptMode
     grace_time: int
     max_time: str
 
@@ -61,10 +128,10 @@ class HooksSpec:
 
     prolog: str | None = None
     epilog: str | None = None
-    prolog_flags: tuple[str, ...] = ()
+    prolog_flags: tuple[PrologFlag, ...] = ()
     health_check_program: str | None = None
     health_check_interval: int = 0  # seconds; 0 disables the periodic run
-    health_check_node_state: tuple[str, ...] = ()
+    health_check_node_state: tuple[HealthCheckState, ...] = ()
     prolog_epilog_timeout: int = 0  # seconds; 0 leaves Slurm's default (no limit)
     task_prolog: str | None = None  # as the job's user before each task; its stdout's `export` lines
 
@@ -73,10 +140,10 @@ class HooksSpec:
 DEFAULT_HOOKS = HooksSpec(
     prolog=wk.PROLOG_BIN,
     epilog=wk.EPILOG_BIN,
-    prolog_flags=wk.DEFAULT_PROLOG_FLAGS,
+    prolog_flags=tuple(PrologFlag(f) for f in wk.DEFAULT_PROLOG_FLAGS),
     health_check_program=wk.HEALTHCHECK_BIN,
     health_check_interval=wk.DEFAULT_HEALTH_CHECK_INTERVAL_S,
-    health_check_node_state=wk.DEFAULT_HEALTH_CHECK_NODE_STATE,
+    health_check_node_state=tuple(HealthCheckState(s) for s in wk.DEFAULT_HEALTH_CHECK_NODE_STATE),
     prolog_epilog_timeout=wk.DEFAULT_PROLOG_EPILOG_TIMEOUT_S,
     task_prolog=wk.TASK_PROLOG_BIN,
 )
@@ -92,7 +159,7 @@ class QosSpec:
     name: str
     priority: int = 0
     preempt: tuple[str, ...] = ()  # QoS names whose running jobs this QoS's jobs may preempt
-    preempt_mode: str | None = None  # None: the cluster's PreemptMode (REQUEUE when there is preemption)
+    preempt_mode: QosPreemptMode | None = None  # None: the cluster's PreemptMode (REQUEUE when there is preemption)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +208,9 @@ class TopologySpec:
 @dataclass(frozen=True, slots=True)
 class ClusterSpec:
     cluster_name: str
-    auth: str
-    select: str
-    topology_plugin: str
+    auth: wk.Auth
+    select: Select
+    topology_plugin: TopologyPlugin
     max_nodes: int
     node_timeout_seconds: int  # dynamic nodes not responding this long are deleted
     cgroups: bool  # proctrack/cgroup + task/cgroup (needs a delegated cgroup tree in the worker)
@@ -152,38 +219,28 @@ class ClusterSpec:
     extra_lines: tuple[str, ...]
     hooks: HooksSpec = DEFAULT_HOOKS
     topology: TopologySpec = TopologySpec()
-    policy: str = POLICY_NONE
-    """One of POLICIES; absent from the document: none (deploy/'s spec turns slurmpod on)."""
-    mpi_default: str | None = None
-    """One of MPI_TYPES; None: pmix where the controller's Slurm has it, else none (render.slurm_conf)."""
+    policy: Policy = Policy.NONE
+    """Absent from the document: none (deploy/'s spec turns slurmpod on)."""
+    mpi_default: MpiType | None = None
+    """None: pmix where the controller's Slurm has it, else none (render.slurm_conf)."""
     srun_port_range: str = wk.DEFAULT_SRUN_PORT_RANGE
     """SrunPortRange: where srun listens for slurmstepd (login pods must accept it from workers)."""
     accounting: AccountingSpec = AccountingSpec()
     restapi: RestApiSpec = RestApiSpec()
 
 
-_TOP_KEYS = {
-    "clusterName",
-    "auth",
-    "select",
-    "topologyPlugin",
-    "maxNodes",
-    "nodeTimeoutSeconds",
-    "partitions",
-    "nodesets",
-    "extraLines",
-    "hooks",
-    "cgroups",
-    "topology",
-    "policy",
-    "mpiDefault",
-    "srunPortRange",
-    "accounting",
-    "restapi",
-}
+_TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nodeTimeoutSeconds", "partitions",
+             "nodesets", "extraLines", "hooks", "cgroups", "topology", "policy", "mpiDefault", "srunPortRange",
+             "accounting", "restapi"}
 _TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
 PROVIDERS = ("auto", *(p.value for p in Provider))
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
+_HOOK_KEYS = {"prolog", "epilog", "prologFlags", "healthCheckProgram", "healthCheckInterval",
+              "healthCheckNodeState", "prologEpilogTimeout", "taskProlog"}
+_ACCOUNTING_KEYS = {"enabled", "qos"}
+_QOS_KEYS = {"name", "priority", "preempt", "preemptMode"}
+# Every Slurm database has this QoS from its start. Ref: https://slurm.schedmd.com/qos.html
+DEFAULT_QOS = "normal"
 
 
 def _max_time(field: str, value: object) -> str:
@@ -201,171 +258,20 @@ def _preempt_text(value: object) -> str:
     return str(value).upper()
 
 
-# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_PrologFlags
-PROLOG_FLAGS = ("Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail", "RunInJob", "Serial", "X11")
-# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
-HEALTH_CHECK_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY")
-_HOOK_KEYS = {"prolog", "epilog", "prologFlags", "healthCheckProgram", "healthCheckInterval",
-              "healthCheckNodeState", "prologEpilogTimeout", "taskProlog"}
-
-
-def _hooks(doc: object, p: Problems) -> HooksSpec:
-    """Each key left out takes slurmpod's default (``DEFAULT_HOOKS``); a key set to null turns it off."""
-    if doc is None:
-        return DEFAULT_HOOKS
-    if not isinstance(doc, dict):
-        p.add("hooks", str(doc), "must be a mapping")
-        return DEFAULT_HOOKS
-    p.unknown_keys("hooks", doc, _HOOK_KEYS)
-    d = DEFAULT_HOOKS
-    paths: dict[str, str | None] = {}
-    for key, default in (("prolog", d.prolog), ("epilog", d.epilog), ("healthCheckProgram", d.health_check_program),
-                         ("taskProlog", d.task_prolog)):
-        value = doc.get(key, default)
-        paths[key] = None if value is None else p.field(f"hooks.{key}", str(value), confvalues.path)
-    lists: dict[str, tuple[str, ...]] = {}
-    for key, allowed, default_list in (("prologFlags", PROLOG_FLAGS, d.prolog_flags),
-                                       ("healthCheckNodeState", HEALTH_CHECK_STATES, d.health_check_node_state)):
-        raw = doc.get(key, list(default_list))
-        if raw is None:
-            raw = []
-        if not isinstance(raw, list):
-            p.add(f"hooks.{key}", str(raw), "must be a list")
-            raw = []
-        for i, item in enumerate(raw):
-            p.field(f"hooks.{key}[{i}]", item, _one_of(allowed))
-        lists[key] = tuple(str(item) for item in raw if item in allowed)
-    flags = lists["prologFlags"]
-    if "NoHold" in flags and ("Contain" in flags or "X11" in flags):
-        # slurmctld exits: "PrologFlags invalid combination: NoHold cannot be combined with Contain and/or X11"
-        # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_NoHold
-        p.add("hooks.prologFlags", ",".join(flags), "NoHold cannot be combined with Contain or X11")
-    # A spec that turns the program off has no periodic run unless it also names an interval.
-    default_interval = d.health_check_interval if paths["healthCheckProgram"] else 0
-    interval = p.field("hooks.healthCheckInterval", doc.get("healthCheckInterval", default_interval) or 0,
-                       _int(0, 86_400))
-    if interval and not paths["healthCheckProgram"]:
-        p.add("hooks.healthCheckInterval", str(interval), "needs hooks.healthCheckProgram")
-    timeout = p.field("hooks.prologEpilogTimeout", doc.get("prologEpilogTimeout", d.prolog_epilog_timeout) or 0,
-                      _int(0, 65_533))
-    return HooksSpec(paths["prolog"], paths["epilog"], lists["prologFlags"], paths["healthCheckProgram"],
-                     interval or 0, lists["healthCheckNodeState"], timeout or 0, paths["taskProlog"])
-
-
-def _topology(doc: object, p: Problems) -> TopologySpec:
-    if doc is None:
-        return TopologySpec()
-    if not isinstance(doc, dict):
-        p.add("topology", str(doc), "must be a mapping")
-        return TopologySpec()
-    p.unknown_keys("topology", doc, _TOPOLOGY_KEYS)
-    source = p.field("topology.source", doc.get("source", "slurm"),
-                     _one_of(tuple(s.value for s in TopologySource)))
-    provider = p.field("topology.provider", doc.get("provider", "auto"), _one_of(PROVIDERS))
-    unplaced = p.field("topology.unplaced", doc.get("unplaced", Unplaced.OWN_BLOCK.value),
-                       _one_of(tuple(u.value for u in Unplaced)))
-    raw_sizes = doc.get("blockSizes", [])
-    if not isinstance(raw_sizes, list):
-        p.add("topology.blockSizes", str(raw_sizes), "must be a list of node counts")
-        raw_sizes = []
-    sizes = [p.field(f"topology.blockSizes[{i}]", size, _int(1, 65_000)) for i, size in enumerate(raw_sizes)]
-    if sizes and all(size is not None for size in sizes):
-        # Slurm's rules that need no node counts (base, then base * 2^k increasing); each block's
-        # size against the base is checked when the topology is rendered.
-        p.field("topology.blockSizes", [s for s in sizes if s is not None],
-                lambda field, value: blocksizes.validate(value, (), field))
-    slinky = doc.get("slinkyTopology")
-    slinky_name = None if slinky is None else p.field("topology.slinkyTopology", str(slinky), confvalues.name)
-    interval = p.field("topology.syncIntervalSeconds", doc.get("syncIntervalSeconds", 10), _int(1, 3600))
-    return TopologySpec(
-        TopologySource(source) if source else TopologySource.SLURM,
-        None if provider in (None, "auto") else Provider(provider),
-        Unplaced(unplaced) if unplaced else Unplaced.OWN_BLOCK,
-        tuple(s for s in sizes if s is not None),
-        slinky_name,
-        interval or 10,
-    )
-
-
-_ACCOUNTING_KEYS = {"enabled", "qos"}
-_QOS_KEYS = {"name", "priority", "preempt", "preemptMode"}
-# QoS PreemptMode values sacctmgr takes (GANG is cluster-wide only). Ref: https://slurm.schedmd.com/sacctmgr.html#OPT_PreemptMode
-QOS_PREEMPT_MODES = ("OFF", "CANCEL", "REQUEUE", "SUSPEND")
-# Every Slurm database has this QoS from its start. Ref: https://slurm.schedmd.com/qos.html
-DEFAULT_QOS = "normal"
-
-
-def _flag(doc: dict[str, Any], key: str, field: str, p: Problems) -> bool:
-    value = doc.get(key, False)
-    if not isinstance(value, bool):
-        p.add(field, str(value), "must be true or false")
-        return False
-    return value
-
-
-def _mapping(doc: object, field: str, p: Problems) -> dict[str, Any] | None:
-    if doc is None:
+def _provider(field: str, value: object) -> Provider | None:
+    """A provider profile, or None for `auto` (topology.providers.AUTO_ORDER)."""
+    if value == "auto":
         return None
-    if not isinstance(doc, dict):
-        p.add(field, str(doc), "must be a mapping")
-        return None
-    return doc
+    for provider in Provider:
+        if value == provider.value:
+            return provider
+    raise BadInput.one(field, str(value), f"must be one of {', '.join(PROVIDERS)}")
 
 
-def _accounting(raw: object, p: Problems) -> AccountingSpec:
-    doc = _mapping(raw, "accounting", p)
-    if doc is None:
-        return AccountingSpec()
-    p.unknown_keys("accounting", doc, _ACCOUNTING_KEYS)
-    enabled = _flag(doc, "enabled", "accounting.enabled", p)
-    qos: list[QosSpec] = []
-    raw_preempts: list[tuple[str, list[Any]]] = []
-    for path, q in p.mappings("accounting.qos", doc.get("qos", [])):
-        p.unknown_keys(path, q, _QOS_KEYS)
-        name = p.field(f"{path}.name", str(q.get("name", "")), confvalues.name)
-        priority = p.field(f"{path}.priority", q.get("priority", 0), _int(0, 1_000_000))
-        preempt = q.get("preempt", [])
-        if not isinstance(preempt, list):
-            p.add(f"{path}.preempt", str(preempt), "must be a list of QoS names")
-            preempt = []
-        raw_mode = q.get("preemptMode")
-        mode = None if raw_mode is None else p.field(f"{path}.preemptMode", _preempt_text(raw_mode),
-                                                      _one_of(QOS_PREEMPT_MODES))
-        if name is not None and priority is not None:
-            qos.append(QosSpec(name, priority, tuple(str(x) for x in preempt), mode))
-            raw_preempts.append((path, preempt))
-    p.unique("accounting.qos", [q.name for q in qos])
-    known = {q.name for q in qos} | {DEFAULT_QOS}
-    for (where_q, preempt), spec_q in zip(raw_preempts, qos, strict=True):
-        for i, other in enumerate(preempt):
-            where = f"{where_q}.preempt[{i}]"
-            if p.check(isinstance(other, str) and other in known, where, str(other), "no such QoS"):
-                p.check(other != spec_q.name, where, str(other), "a QoS cannot preempt itself")
-    if qos and not enabled:
-        p.add("accounting.qos", ",".join(q.name for q in qos), "needs accounting.enabled: true")
-    return AccountingSpec(enabled, tuple(qos))
-
-
-def _restapi(raw: object, p: Problems) -> RestApiSpec:
-    doc = _mapping(raw, "restapi", p)
-    if doc is None:
-        return RestApiSpec()
-    p.unknown_keys("restapi", doc, {"enabled"})
-    return RestApiSpec(_flag(doc, "enabled", "restapi.enabled", p))
-
-
-def _choice(field: str, value: object, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise BadInput.one(field, str(value), f"must be one of {', '.join(choices)}")
-    return str(value)
-
-
-def _one_of(choices: tuple[str, ...]) -> Callable[[str, Any], str]:
-    return lambda field, value: _choice(field, value, choices)
-
-
-def _int(low: int, high: int) -> Callable[[str, Any], int]:
-    return lambda field, value: confvalues.integer(field, value, low, high)
+def _cluster_name(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise BadInput.one(field, str(value), "must be a string")
+    return confvalues.name(field, value)
 
 
 def port_range(field: str, value: object) -> str:
@@ -377,105 +283,168 @@ def port_range(field: str, value: object) -> str:
     return text
 
 
-def parse(doc: object, source: str = "cluster spec") -> ClusterSpec:
-    if not isinstance(doc, dict):
-        raise BadInput.one(source, str(doc)[:80], "must be a YAML mapping")
-    p = Problems()
-    p.unknown_keys("", doc, _TOP_KEYS)
+def _optional_path(doc: Section, key: str, default: str | None) -> str | None:
+    value = doc.raw(key, default)
+    return None if value is None else doc.problems.field(doc.where(key), str(value), confvalues.path)
 
-    raw_name = doc.get("clusterName", "slurmpod")
-    cluster_name = None
-    if not isinstance(raw_name, str):
-        p.add("clusterName", str(raw_name), "must be a string")
-    else:
-        cluster_name = p.field("clusterName", raw_name, confvalues.name)
-    auth = p.field("auth", doc.get("auth", "munge"), _one_of(AUTH_TYPES))
-    select = p.field("select", doc.get("select", "cons_tres"), _one_of(SELECT_TYPES))
-    topo = p.field("topologyPlugin", doc.get("topologyPlugin", "none"), _one_of(TOPOLOGY_PLUGINS))
-    max_nodes = p.field("maxNodes", doc.get("maxNodes", 1024), _int(1, 65_000))
-    policy = p.field("policy", doc.get("policy", POLICY_NONE), _one_of(POLICIES))
-    node_timeout = p.field("nodeTimeoutSeconds", doc.get("nodeTimeoutSeconds", 300), _int(10, 86_400))
-    raw_mpi = doc.get("mpiDefault")
-    mpi_default = None if raw_mpi is None else p.field("mpiDefault", raw_mpi, _one_of(MPI_TYPES))
-    srun_ports = p.field("srunPortRange", doc.get("srunPortRange", wk.DEFAULT_SRUN_PORT_RANGE), port_range)
 
-    cgroups = doc.get("cgroups", False)
-    if not isinstance(cgroups, bool):
-        p.add("cgroups", str(cgroups), "must be true or false")
+def _hooks(doc: Section) -> HooksSpec:
+    """Each key left out takes slurmpod's default (``DEFAULT_HOOKS``); a key set to null turns it off."""
+    d = DEFAULT_HOOKS
+    prolog = _optional_path(doc, "prolog", d.prolog)
+    epilog = _optional_path(doc, "epilog", d.epilog)
+    program = _optional_path(doc, "healthCheckProgram", d.health_check_program)
+    task_prolog = _optional_path(doc, "taskProlog", d.task_prolog)
+    flags = doc.choices("prologFlags", PrologFlag, d.prolog_flags)
+    states = doc.choices("healthCheckNodeState", HealthCheckState, d.health_check_node_state)
+    if PrologFlag.NO_HOLD in flags and (PrologFlag.CONTAIN in flags or PrologFlag.X11 in flags):
+        # slurmctld exits: "PrologFlags invalid combination: NoHold cannot be combined with Contain and/or X11"
+        # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_NoHold
+        doc.problems.add(doc.where("prologFlags"), ",".join(flags), "NoHold cannot be combined with Contain or X11")
+    # A spec that turns the program off has no periodic run unless it also names an interval.
+    default_interval = d.health_check_interval if program else 0
+    # Null (or 0) turns either off.
+    interval = doc.problems.field(doc.where("healthCheckInterval"), doc.raw("healthCheckInterval", default_interval)
+                                  or 0, _int(0, 86_400))
+    if interval and not program:
+        doc.problems.add(doc.where("healthCheckInterval"), str(interval), "needs hooks.healthCheckProgram")
+    timeout = doc.problems.field(doc.where("prologEpilogTimeout"), doc.raw("prologEpilogTimeout",
+                                 d.prolog_epilog_timeout) or 0, _int(0, 65_533))
+    return HooksSpec(prolog=prolog, epilog=epilog, prolog_flags=flags, health_check_program=program,
+                     health_check_interval=interval or 0, health_check_node_state=states,
+                     prolog_epilog_timeout=timeout or 0, task_prolog=task_prolog)
 
+
+def _topology(doc: Section) -> TopologySpec:
+    d = TopologySpec()
+    source = doc.choice("source", TopologySource, d.source)
+    provider = doc.get("provider", "auto", _provider)
+    unplaced = doc.choice("unplaced", Unplaced, d.unplaced)
+    raw_sizes = doc.listed("blockSizes", [], "must be a list of node counts") or []
+    sizes = [doc.problems.field(join(doc.where("blockSizes"), i), size, _int(1, 65_000))
+             for i, size in enumerate(raw_sizes)]
+    if sizes and all(size is not None for size in sizes):
+        # Slurm's rules that need no node counts (base, then base * 2^k increasing); each block's
+        # size against the base is checked when the topology is rendered.
+        doc.problems.field(doc.where("blockSizes"), [s for s in sizes if s is not None],
+                           lambda field, value: blocksizes.validate(value, (), field))
+    slinky = doc.raw("slinkyTopology")
+    slinky_name = None if slinky is None else doc.text("slinkyTopology", "", confvalues.name)
+    interval = doc.integer("syncIntervalSeconds", d.sync_interval_seconds, 1, 3600)
+    return TopologySpec(source=source or d.source, provider=provider, unplaced=unplaced or d.unplaced,
+                        block_sizes=tuple(s for s in sizes if s is not None), slinky_topology=slinky_name,
+                        sync_interval_seconds=interval or d.sync_interval_seconds)
+
+
+def _accounting(doc: Section) -> AccountingSpec:
+    enabled = doc.flag("enabled")
+    qos: list[QosSpec] = []
+    raw_preempts: list[tuple[str, list[Any]]] = []
+    for q in doc.sections("qos", [], _QOS_KEYS):
+        name = q.text("name", "", confvalues.name)
+        priority = q.integer("priority", 0, 0, 1_000_000)
+        preempt = q.listed("preempt", [], "must be a list of QoS names") or []
+        spec = build(QosSpec, optional={"preempt_mode"}, name=name, priority=priority,
+                     preempt=tuple(str(x) for x in preempt),
+                     preempt_mode=q.choice("preemptMode", QosPreemptMode, None, _preempt_text))
+        if spec is not None:
+            qos.append(spec)
+            raw_preempts.append((q.path, preempt))
+    p = doc.problems
+    p.unique(doc.where("qos"), [q.name for q in qos])
+    known = {q.name for q in qos} | {DEFAULT_QOS}
+    for (where_q, preempt), spec_q in zip(raw_preempts, qos, strict=True):
+        for i, other in enumerate(preempt):
+            where = f"{where_q}.preempt[{i}]"
+            if p.check(isinstance(other, str) and other in known, where, str(other), "no such QoS"):
+                p.check(other != spec_q.name, where, str(other), "a QoS cannot preempt itself")
+    if qos and not enabled:
+        p.add(doc.where("qos"), ",".join(q.name for q in qos), "needs accounting.enabled: true")
+    return AccountingSpec(enabled=bool(enabled), qos=tuple(qos))
+
+
+def _int(low: int, high: int) -> Callable[[str, Any], int]:
+    return lambda field, value: confvalues.integer(field, value, low, high)
+
+
+def _nodesets(doc: Section) -> tuple[NodeSetSpec, ...]:
     nodesets: list[NodeSetSpec] = []
-    default_sets = [{"name": "workers", "feature": "workers"}]
-    for path, ns in p.mappings("nodesets", doc.get("nodesets", default_sets)):
-        p.unknown_keys(path, ns, {"name", "feature"})
-        name = p.field(f"{path}.name", str(ns.get("name", "")), confvalues.name)
-        feat = p.field(f"{path}.feature", str(ns.get("feature", ns.get("name", ""))), confvalues.feature)
-        if name and feat:
-            nodesets.append(NodeSetSpec(name, feat))
-    set_names = {n.name for n in nodesets}
-    p.unique("nodesets", [n.name for n in nodesets])
+    for ns in doc.sections("nodesets", [{"name": "workers", "feature": "workers"}], {"name", "feature"}):
+        spec = build(NodeSetSpec, name=ns.text("name", "", confvalues.name),
+                     feature=ns.text("feature", str(ns.raw("name", "")), confvalues.feature))
+        if spec is not None:
+            nodesets.append(spec)
+    doc.problems.unique("nodesets", [n.name for n in nodesets])
+    return tuple(nodesets)
 
+
+def _partitions(doc: Section, set_names: set[str]) -> tuple[PartitionSpec, ...]:
+    p = doc.problems
     partitions: list[PartitionSpec] = []
     default_parts = [{"name": "main", "nodesets": ["workers"], "default": True}]
-    for path, part in p.mappings("partitions", doc.get("partitions", default_parts), non_empty=True):
-        p.unknown_keys(path, part, _PART_KEYS)
-        pname = p.field(f"{path}.name", str(part.get("name", "")), confvalues.name)
-        members = part.get("nodesets", [])
+    for part in doc.sections("partitions", default_parts, _PART_KEYS, non_empty=True):
+        name = part.text("name", "", confvalues.name)
+        members = part.raw("nodesets", [])
         if not isinstance(members, list) or not members:
-            p.add(f"{path}.nodesets", str(members), "must be a non-empty list")
+            p.add(part.where("nodesets"), str(members), "must be a non-empty list")
             members = []
         for m in members:
-            p.check(m in set_names, f"{path}.nodesets", str(m), "no such nodeset")
-        default = part.get("default", False)
-        p.check(isinstance(default, bool), f"{path}.default", str(default), "must be true or false")
-        tier = p.field(f"{path}.priorityTier", part.get("priorityTier", 1), _int(0, 65_533))
-        mode = p.field(f"{path}.preemptMode", _preempt_text(part.get("preemptMode", "OFF")), _one_of(PREEMPT_MODES))
-        grace = p.field(f"{path}.graceTime", part.get("graceTime", 0), _int(0, 86_400))
-        max_time = p.field(f"{path}.maxTime", part.get("maxTime", "INFINITE"), _max_time)
-        if pname is not None and tier is not None and mode is not None and grace is not None \
-                and max_time is not None:
-            partitions.append(
-                PartitionSpec(pname, tuple(str(m) for m in members), bool(default), tier, mode, grace, max_time)
-            )
+            p.check(m in set_names, part.where("nodesets"), str(m), "no such nodeset")
+        default = part.raw("default", False)
+        p.check(isinstance(default, bool), part.where("default"), str(default), "must be true or false")
+        spec = build(PartitionSpec, name=name, nodesets=tuple(str(m) for m in members), default=bool(default),
+                     priority_tier=part.integer("priorityTier", 1, 0, 65_533),
+                     preempt_mode=part.choice("preemptMode", PreemptMode, PreemptMode.OFF, _preempt_text),
+                     grace_time=part.integer("graceTime", 0, 0, 86_400),
+                     max_time=part.get("maxTime", "INFINITE", _max_time))
+        if spec is not None:
+            partitions.append(spec)
     p.unique("partitions", [part.name for part in partitions])
     defaults = [part.name for part in partitions if part.default]
     p.check(len(defaults) <= 1, "partitions", ",".join(defaults), "more than one default partition")
+    return tuple(partitions)
 
-    extra = doc.get("extraLines", [])
-    if not isinstance(extra, list):
-        p.add("extraLines", str(extra), "must be a list of strings")
-        extra = []
+
+def _extra_lines(doc: Section) -> tuple[str, ...]:
+    extra = doc.listed("extraLines", [], "must be a list of strings") or []
     for i, line in enumerate(extra):
         one_line = isinstance(line, str) and "\n" not in line and "\r" not in line
-        p.check(one_line, f"extraLines[{i}]", str(line), "must be one line of text")
+        doc.problems.check(one_line, f"extraLines[{i}]", str(line), "must be one line of text")
+    return tuple(extra)
 
-    hooks = _hooks(doc.get("hooks"), p)
-    topology = _topology(doc.get("topology"), p)
-    accounting = _accounting(doc.get("accounting"), p)
-    restapi = _restapi(doc.get("restapi"), p)
 
-    p.raise_if_any()
-    if (cluster_name is None or auth is None or select is None or topo is None or max_nodes is None
-            or node_timeout is None or policy is None or srun_ports is None):
-        raise AssertionError("a field failed validation without a problem recorded")
-    return ClusterSpec(
-        cluster_name,
-        auth,
-        select,
-        topo,
-        max_nodes,
-        node_timeout,
-        bool(cgroups),
-        tuple(partitions),
-        tuple(nodesets),
-        tuple(extra),
-        hooks,
-        topology,
-        policy,
-        mpi_default,
-        srun_ports,
-        accounting,
-        restapi,
+def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
+    if not isinstance(raw, dict):
+        raise BadInput.one(source, str(raw)[:80], "must be a YAML mapping")
+    p = Problems()
+    doc = p.section("", raw, _TOP_KEYS)
+    values: dict[str, Any] = dict(
+        cluster_name=doc.get("clusterName", "slurmpod", _cluster_name),
+        auth=doc.choice("auth", wk.Auth, wk.Auth.MUNGE),
+        select=doc.choice("select", Select, Select.CONS_TRES),
+        topology_plugin=doc.choice("topologyPlugin", TopologyPlugin, TopologyPlugin.NONE),
+        max_nodes=doc.integer("maxNodes", 1024, 1, 65_000),
+        policy=doc.choice("policy", Policy, Policy.NONE),
+        node_timeout_seconds=doc.integer("nodeTimeoutSeconds", 300, 10, 86_400),
+        mpi_default=doc.choice("mpiDefault", MpiType, None),
+        srun_port_range=doc.get("srunPortRange", wk.DEFAULT_SRUN_PORT_RANGE, port_range),
+        cgroups=doc.flag("cgroups"),
     )
+    nodesets = _nodesets(doc)
+    values.update(
+        nodesets=nodesets,
+        partitions=_partitions(doc, {n.name for n in nodesets}),
+        extra_lines=_extra_lines(doc),
+        hooks=_hooks(doc.section("hooks", _HOOK_KEYS)),
+        topology=_topology(doc.section("topology", _TOPOLOGY_KEYS)),
+        accounting=_accounting(doc.section("accounting", _ACCOUNTING_KEYS)),
+        restapi=RestApiSpec(enabled=bool(doc.section("restapi", {"enabled"}).flag("enabled"))),
+    )
+    p.raise_if_any()
+    spec = build(ClusterSpec, optional={"mpi_default"}, **values)
+    if spec is None:
+        raise AssertionError("a field failed validation without a problem recorded")
+    return spec
 
 
 def load(path: Path) -> ClusterSpec:

@@ -89,14 +89,16 @@ def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
     """The hooks' PrologFlags, plus Contain when jobs run in cgroups: pam_slurm_adopt (in every worker's
     sshd) adopts an ssh session into the job's extern step, which only Contain creates. slurmctld refuses
     NoHold beside Contain ("NoHold cannot be combined with Contain and/or X11"), so NoHold goes: srun then
-    waits for the prolog to finish, as it did before NoHold.
+    waits for the prolog to finish.
     Ref: https://slurm.schedmd.com/pam_slurm_adopt.html#SLURM_CONFIG
     Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Contain
     """
+    from slurmpod.entrypoints.cluster_spec import PrologFlag  # noqa: PLC0415 - workers never render slurm.conf
+
     flags = spec.hooks.prolog_flags
-    if not spec.cgroups or "Contain" in flags:
+    if not spec.cgroups or PrologFlag.CONTAIN in flags:
         return flags
-    return (*(f for f in flags if f != "NoHold"), "Contain")
+    return (*(f for f in flags if f is not PrologFlag.NO_HOLD), PrologFlag.CONTAIN)
 
 
 def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None,
@@ -105,7 +107,9 @@ def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None =
     plugin types this image's Slurm has (``slurm_version.mpi_plugins``)."""
     if spec.accounting.enabled and not accounting_host:
         raise ValueError("accounting enabled without a slurmdbd host")
-    preempt = spec.accounting.preempt_qos or any(p.preempt_mode != "OFF" for p in spec.partitions)
+    from slurmpod.entrypoints.cluster_spec import PreemptMode  # noqa: PLC0415 - workers never render slurm.conf
+
+    preempt = spec.accounting.preempt_qos or any(p.preempt_mode is not PreemptMode.OFF for p in spec.partitions)
     sched, extra = scheduler_parameters(spec)
     return (
         _env()

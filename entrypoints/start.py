@@ -211,9 +211,9 @@ def controller_plan(c: _Common, spec: cluster_spec.ClusterSpec, extra_files: tup
     if spec.cgroups:
         files.append(OutFile(f"{wk.SLURM_ETC}/cgroup.conf", render.cgroup_conf()))
     dirs = [OutDir(wk.STATE_SAVE_LOCATION, wk.SLURM_UID, wk.SLURM_UID, 0o700)]
-    from slurmpod.entrypoints.cluster_spec import POLICY_SLURMPOD  # noqa: PLC0415 - workers never load it
+    from slurmpod.entrypoints.cluster_spec import Policy  # noqa: PLC0415 - workers never load it
 
-    if spec.policy == POLICY_SLURMPOD:
+    if spec.policy is Policy.SLURMPOD:
         # The job_submit plugin runs inside slurmctld (SlurmUser) and writes its timing stats here.
         dirs.append(OutDir(wk.PLUGIN_STATS_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
     if c.auth == wk.AUTH_SLURM:

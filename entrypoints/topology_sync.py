@@ -21,7 +21,7 @@ from typing import Protocol
 
 from slurmpod import reasons, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints.cluster_spec import ClusterSpec, TopologySource, load
+from slurmpod.entrypoints.cluster_spec import ClusterSpec, TopologyPlugin, TopologySource, load
 from slurmpod.errors import BadInput, SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, SlurmClient
@@ -72,9 +72,9 @@ class Target:
 
 def target(spec: ClusterSpec, version: SlurmVersion) -> Target | None:
     """None when the cluster spec asks for no topology plugin."""
-    if spec.topology_plugin == "none":
+    if spec.topology_plugin is TopologyPlugin.NONE:
         return None
-    if spec.topology_plugin == "block" and not version.node_topology:
+    if spec.topology_plugin is TopologyPlugin.BLOCK and not version.node_topology:
         # Seen with Debian's 24.11.5: a configless dynamic slurmd reads topology.conf knowing no other
         # node, counts every other block short and exits: "fatal: Block configuration (b1) children
         # count lower than bblock_node_cnt". topology/tree only warns about the names it cannot resolve.

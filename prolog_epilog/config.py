@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
-from slurmpod.problems import Problems, join
+from slurmpod.problems import Problems, Section, join
 from slurmpod.prolog_epilog.result import Context
 
 # DCGM fails a GPU whose SBE + DBE retired pages reach DCGM_LIMIT_MAX_RETIRED_PAGES: 60 (newer releases
@@ -58,8 +59,6 @@ MEM_AVAILABLE_MIN_FRACTION = 0.9
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckProgram
 DEFAULT_DEADLINES = {Context.PROLOG: 20.0, Context.EPILOG: 30.0, Context.PERIODIC: 50.0, Context.STARTUP: 120.0}
 CLEAN_RUNS_TO_UNDRAIN = 3
-# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AuthType (auth/munge, auth/slurm)
-AUTH_TYPES = ("munge", "slurm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +107,7 @@ class Config:
     kernel_log: str = "/dev/kmsg"
     # Slurm's auth plugin and the node's RealMemory: the pod knows them from its env, but slurmd starts
     # the Prolog/Epilog/HealthCheckProgram with an environment of its own, so the pod writes them here.
-    auth: str | None = None
+    auth: wk.Auth | None = None
     real_memory_mib: int | None = None
 
     def settings(self, check: str) -> CheckSettings:
@@ -139,30 +138,27 @@ def _positive(p: Problems, path: str, value: Any) -> float | None:
     return float(value)
 
 
-def _thresholds(p: Problems, path: str, raw: Any) -> dict[str, Any]:
-    doc = p.mapping(path, raw)
-    p.unknown_keys(path, doc, _FIELDS)
+def _thresholds(t: Section) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, value in doc.items():
+    for key, value in t.doc.items():
         if key not in _FIELDS:
             continue
-        where = join(path, key)
         kind = _FIELDS[key].type
         if kind == "bool":
-            if p.typed(where, value, bool, "true or false") is not None:
+            if t.typed(key, None, bool, "true or false") is not None:
                 out[key] = value
         elif kind == "int":
-            v = p.typed(where, value, int, "a whole number")
-            if v is not None and p.check(v >= 0, where, value, "must not be negative"):
+            v = t.typed(key, None, int, "a whole number")
+            if v is not None and t.problems.check(v >= 0, t.where(key), value, "must not be negative"):
                 out[key] = v
         elif isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
             out[key] = float(value)
         else:
-            p.add(where, value, "must be a non-negative number")
+            t.problems.add(t.where(key), value, "must be a non-negative number")
     return out
 
 
-def _contexts(p: Problems, path: str, raw: Any, known: set[str]) -> frozenset[Context] | None:
+def _contexts(p: Problems, path: str, raw: Any) -> frozenset[Context] | None:
     if not isinstance(raw, list):
         p.add(path, raw, "must be a list of contexts")
         return None
@@ -175,13 +171,26 @@ def _contexts(p: Problems, path: str, raw: Any, known: set[str]) -> frozenset[Co
     return frozenset(out)
 
 
+def _check(c: Section) -> CheckSettings:
+    return CheckSettings(
+        enabled=bool(c.flag("enabled", True)),
+        skippable=None if c.raw("skippable") is None else c.flag("skippable"),
+        timeout=_positive(c.problems, c.where("timeout"), c.doc["timeout"]) if "timeout" in c.doc else None,
+        contexts=_contexts(c.problems, c.where("contexts"), c.doc["contexts"]) if "contexts" in c.doc else None,
+    )
+
+
+def _absolute(doc: Section, key: str, value: Any) -> bool:
+    return doc.problems.check(isinstance(value, str) and value.startswith("/"), doc.where(key), value,
+                              "must be an absolute path")
+
+
 def parse(raw: Any, known_checks: set[str]) -> Config:
     """A validated Config from a YAML document; BadInput naming every bad key."""
     p = Problems()
-    doc = p.mapping("", raw)
-    p.unknown_keys("", doc, _TOP)
+    doc = p.section("", raw, _TOP)
     deadlines = dict(DEFAULT_DEADLINES)
-    for key, value in p.mapping("deadline", doc.get("deadline", {})).items():
+    for key, value in p.mapping("deadline", doc.raw("deadline", {})).items():
         where = join("deadline", key)
         if key not in {c.value for c in Context}:
             p.add(where, value, f"unknown context (allowed: {', '.join(c.value for c in Context)})")
@@ -189,55 +198,45 @@ def parse(raw: Any, known_checks: set[str]) -> Config:
         seconds = _positive(p, where, value)
         if seconds is not None:
             deadlines[Context(key)] = seconds
-    expected = doc.get("expected_gpus")
+    expected = doc.raw("expected_gpus")
     if expected is not None:
-        expected = p.typed("expected_gpus", expected, int, "a whole number")
+        expected = doc.typed("expected_gpus", None, int, "a whole number")
         if expected is not None:
             p.check(expected >= 0, "expected_gpus", expected, "must not be negative")
-    clean = p.typed("clean_runs_to_undrain", doc.get("clean_runs_to_undrain", CLEAN_RUNS_TO_UNDRAIN), int,
-                    "a whole number")
+    clean = doc.typed("clean_runs_to_undrain", CLEAN_RUNS_TO_UNDRAIN, int, "a whole number")
     if clean is not None:
         p.check(clean >= 1, "clean_runs_to_undrain", clean, "must be at least 1")
     checks: dict[str, CheckSettings] = {}
-    for name, raw_check in p.mapping("checks", doc.get("checks", {})).items():
+    for name, raw_check in p.mapping("checks", doc.raw("checks", {})).items():
         where = join("checks", name)
         if name not in known_checks:
             p.add(where, name, f"unknown check (known: {', '.join(sorted(known_checks))})")
             continue
-        c = p.mapping(where, raw_check)
-        p.unknown_keys(where, c, _CHECK_KEYS)
-        enabled = p.typed(join(where, "enabled"), c.get("enabled", True), bool, "true or false")
-        skippable = c.get("skippable")
-        if skippable is not None:
-            skippable = p.typed(join(where, "skippable"), skippable, bool, "true or false")
-        timeout = _positive(p, join(where, "timeout"), c["timeout"]) if "timeout" in c else None
-        contexts = _contexts(p, join(where, "contexts"), c["contexts"], known_checks) if "contexts" in c else None
-        checks[name] = CheckSettings(bool(enabled), timeout, skippable, contexts)
-    thresholds = _thresholds(p, "thresholds", doc.get("thresholds", {}))
+        checks[name] = _check(p.section(where, raw_check, _CHECK_KEYS, nullable=False))
+    thresholds = _thresholds(doc.section("thresholds", _FIELDS, nullable=False))
     models = []
-    for where, m in p.mappings("models", doc.get("models", [])):
-        p.unknown_keys(where, m, {"match", "thresholds"})
-        match = m.get("match")
-        if p.check(isinstance(match, str) and bool(match), join(where, "match"), match,
+    for m in doc.sections("models", [], {"match", "thresholds"}):
+        match = m.raw("match")
+        if p.check(isinstance(match, str) and bool(match), m.where("match"), match,
                    "must be a non-empty part of the NVML device name"):
-            models.append(ModelRule(str(match), _thresholds(p, join(where, "thresholds"), m.get("thresholds", {}))))
-    scratch = doc.get("scratch_dir", "/tmp")
-    p.check(isinstance(scratch, str) and scratch.startswith("/"), "scratch_dir", scratch, "must be an absolute path")
-    mounts = doc.get("required_mounts", [])
-    if p.check(isinstance(mounts, list), "required_mounts", mounts, "must be a list of absolute paths"):
-        for i, m in enumerate(mounts):
-            p.check(isinstance(m, str) and m.startswith("/"), join("required_mounts", i), m, "must be an absolute path")
-    kernel_log = doc.get("kernel_log", "/dev/kmsg")
-    p.check(isinstance(kernel_log, str) and kernel_log.startswith("/"), "kernel_log", kernel_log,
-            "must be an absolute path")
-    auth = doc.get("auth")
-    p.check(auth is None or auth in AUTH_TYPES, "auth", auth, f"must be one of {', '.join(AUTH_TYPES)}")
-    real_memory = doc.get("real_memory_mib")
+            models.append(ModelRule(str(match), _thresholds(m.section("thresholds", _FIELDS, nullable=False))))
+    scratch = doc.raw("scratch_dir", "/tmp")
+    _absolute(doc, "scratch_dir", scratch)
+    mounts = doc.listed("required_mounts", [], "must be a list of absolute paths")
+    for i, mount in enumerate(mounts or []):
+        _absolute(doc, f"required_mounts[{i}]", mount)
+    kernel_log = doc.raw("kernel_log", "/dev/kmsg")
+    _absolute(doc, "kernel_log", kernel_log)
+    auth = doc.choice("auth", wk.Auth, None)
+    real_memory = doc.raw("real_memory_mib")
     if real_memory is not None:
-        real_memory = p.typed("real_memory_mib", real_memory, int, "a whole number of MiB")
+        real_memory = doc.typed("real_memory_mib", None, int, "a whole number of MiB")
     p.raise_if_any()
-    return Config(deadlines, expected, int(clean or CLEAN_RUNS_TO_UNDRAIN), checks, thresholds, tuple(models),
-                  str(scratch), tuple(str(m) for m in mounts), str(kernel_log), auth, real_memory)
+    return Config(deadlines=deadlines, expected_gpus=expected,
+                  clean_runs_to_undrain=int(clean or CLEAN_RUNS_TO_UNDRAIN), checks=checks, thresholds=thresholds,
+                  models=tuple(models), scratch_dir=str(scratch), required_mounts=tuple(str(m) for m in mounts or ()),
+                  kernel_log=str(kernel_log), auth=auth,
+                  real_memory_mib=real_memory)
 
 
 def load(path: Path | None, known_checks: set[str]) -> Config:

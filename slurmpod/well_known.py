@@ -5,6 +5,8 @@ Each constant says who sets it and where the rule comes from.
 
 from __future__ import annotations
 
+import enum
+
 # --- Downward API environment (set by kubelet from the pod manifests in deploy/) ---
 # Ref: https://kubernetes.io/docs/concepts/workloads/pods/downward-api/
 ENV_POD_NAME = "POD_NAME"  # fieldRef metadata.name
@@ -83,6 +85,14 @@ SSH_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where sshd reads it (Debian's 
 AUTH_MUNGE = "munge"
 AUTH_SLURM = "slurm"
 AUTH_TYPES = (AUTH_MUNGE, AUTH_SLURM)
+
+
+class Auth(enum.StrEnum):
+    """Slurm's auth plugin, AuthType=auth/<value>. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AuthType"""
+
+    MUNGE = AUTH_MUNGE
+    SLURM = AUTH_SLURM
+
 
 # --- Paths inside the images ---
 RUN_DIR = "/run/slurmpod"

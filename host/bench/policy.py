@@ -31,7 +31,7 @@ from slurmpod.slurm_plugins import stats
 from slurmpod_host.bench.report import Figure, Report
 from slurmpod_host.cluster import runtime
 
-SETUPS = ("none", "lua", "slurmpod")  # entrypoints.cluster_spec.POLICIES
+SETUPS = ("none", "lua", "slurmpod")  # entrypoints.cluster_spec.Policy
 CLIENTS, JOBS = 4, 1000  # issue 8: 4 parallel clients, 1000 held jobs
 SUBMIT_FLOOR_RATIO = 1.10  # issue 8: median submit time with slurmpod at most 1.10x no plugin, <= lua
 PLUGIN_P50_FLOOR_US = 100  # issue 8: at most 100 us p50 inside the plugin, default policy

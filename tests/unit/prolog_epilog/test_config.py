@@ -140,3 +140,35 @@ def test_the_pods_json_config_is_read_without_importing_yaml(tmp_path: Path) -> 
             f"c = config.load(Path({str(path)!r}), set()); print(c.expected_gpus, 'yaml' in sys.modules)")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["8", "False"], out.stderr
+
+
+def test_a_full_config_reads_back() -> None:
+    cfg = config.parse({"deadline": {"prolog": 10}, "expected_gpus": 8, "clean_runs_to_undrain": 2,
+                        "checks": {"xid": {"enabled": False, "skippable": True, "timeout": 3,
+                                           "contexts": ["periodic"]}},
+                        "thresholds": {"clock_events_fail": True, "temperature_max_c": 80},
+                        "models": [{"match": "H200", "thresholds": {"allreduce_busbw_min_gbps": 400}}],
+                        "scratch_dir": "/scratch", "required_mounts": ["/home"], "kernel_log": "/k",
+                        "auth": "slurm", "real_memory_mib": 1000}, KNOWN)
+    assert cfg.deadlines[Context.PROLOG] == 10.0 and cfg.expected_gpus == 8 and cfg.clean_runs_to_undrain == 2
+    assert cfg.settings("xid") == config.CheckSettings(False, 3.0, True, frozenset({Context.PERIODIC}))
+    assert cfg.thresholds == {"clock_events_fail": True, "temperature_max_c": 80}
+    assert cfg.models == (config.ModelRule("H200", {"allreduce_busbw_min_gbps": 400.0}),)
+    assert (cfg.scratch_dir, cfg.required_mounts, cfg.kernel_log, cfg.auth, cfg.real_memory_mib) == (
+        "/scratch", ("/home",), "/k", "slurm", 1000)
+
+
+@pytest.mark.parametrize(("doc", "fields"), [
+    ({"checks": {"xid": None}}, ["checks.xid"]),
+    ({"thresholds": None}, ["thresholds"]),
+    ({"models": [{"match": "H100", "thresholds": None}]}, ["models[0].thresholds"]),
+    ({"checks": {"xid": {"enabled": "no", "skippable": 1}}}, ["checks.xid.enabled", "checks.xid.skippable"]),
+    ({"auth": None}, []),
+], ids=["check-null", "thresholds-null", "model-thresholds-null", "check-flags", "auth-null-is-absent"])
+def test_null_mappings_are_refused(doc: dict[str, Any], fields: list[str]) -> None:
+    if not fields:
+        assert config.parse(doc, KNOWN).auth is None
+        return
+    with pytest.raises(BadInput) as err:
+        config.parse(doc, KNOWN)
+    assert [p.field for p in err.value.problems] == fields

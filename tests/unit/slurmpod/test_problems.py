@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import pytest
 
 from slurmpod import confvalues
 from slurmpod.errors import BadInput, Problem
-from slurmpod.problems import Problems, join
+from slurmpod.problems import Problems, build, join, one_of
 
 
 @pytest.mark.parametrize(
@@ -123,3 +124,77 @@ def test_unique_reports_each_repeated_name_once_sorted() -> None:
     p.unique("partitions", ["b", "a", "b", "c", "a", "b"])
     assert [(q.field, q.value, q.reason) for q in p] == [
         ("partitions", "a", "name used more than once"), ("partitions", "b", "name used more than once")]
+
+
+class _Mode(enum.Enum):
+    OFF = "off"
+    ON = "on"
+
+
+def test_a_section_reads_each_key_with_its_default_type_and_choice() -> None:
+    p = Problems()
+    doc = p.section("", {"name": "a", "mode": "on", "n": "7", "flag": True, "items": [1]},
+                    {"name", "mode", "n", "flag", "items", "absent"})
+    assert doc.text("name", "x", confvalues.name) == "a"
+    assert doc.choice("mode", _Mode, _Mode.OFF) is _Mode.ON
+    assert doc.choice("absent", _Mode, _Mode.OFF) is _Mode.OFF
+    assert doc.integer("n", 0, 0, 10) == 7
+    assert doc.flag("flag") is True
+    assert doc.listed("items", [], "must be a list") == [1]
+    assert doc.section("absent", {"k"}).doc == {}
+    assert not p
+
+
+def test_a_section_reports_unknown_keys_first_then_each_bad_value() -> None:
+    p = Problems()
+    doc = p.section("hooks", {"mode": "maybe", "n": 11, "flag": "yes", "bogus": 1, "modes": ["on", "up"]},
+                    {"mode", "n", "flag", "modes"})
+    assert doc.choice("mode", _Mode, _Mode.OFF) is None
+    assert doc.integer("n", 0, 0, 10) is None
+    assert doc.flag("flag") is None
+    assert doc.choices("modes", _Mode, ()) == (_Mode.ON,)
+    assert [(q.field, q.value, q.reason) for q in p] == [
+        ("hooks.bogus", "1", "unknown key (allowed: flag, mode, modes, n)"),
+        ("hooks.mode", "maybe", "must be one of off, on"),
+        ("hooks.n", "11", "out of range [0, 10]"),
+        ("hooks.flag", "yes", "must be true or false"),
+        ("hooks.modes[1]", "up", "must be one of off, on"),
+    ]
+
+
+def test_a_null_section_is_empty_unless_it_must_be_given() -> None:
+    p = Problems()
+    assert p.section("a", None, ()).doc == {}
+    assert not p
+    p.section("a", None, (), nullable=False)
+    assert [q.field for q in p] == ["a"]
+
+
+def test_an_optional_choice_reads_null_as_absent() -> None:
+    p = Problems()
+    doc = p.section("", {"mode": None}, {"mode"})
+    assert doc.choice("mode", _Mode, None) is None
+    assert not p
+    assert doc.choice("mode", _Mode, _Mode.OFF) is None
+    assert [q.field for q in p] == ["mode"]
+
+
+def test_sections_of_a_list_name_each_item() -> None:
+    p = Problems()
+    names = [s.text("name", "", confvalues.name) for s in p.sections("parts", [{"name": "a"}, {"x": 1}], {"name"})]
+    assert names == ["a", None]
+    assert [q.field for q in p] == ["parts[1].x", "parts[1].name"]
+
+
+def test_build_by_keyword_unless_a_required_value_failed() -> None:
+    assert build(dict, a=1, b=None, optional={"b"}) == {"a": 1, "b": None}
+    assert build(dict, a=None, b=2) is None
+
+
+def test_one_of_refuses_a_value_of_another_type() -> None:
+    class _Count(enum.Enum):
+        ONE = 1
+
+    with pytest.raises(BadInput):
+        one_of(_Count, "n", True)
+    assert one_of(_Count, "n", 1) is _Count.ONE
