@@ -127,6 +127,23 @@ def wait_idle(client: Any, cluster: Cluster, timeout_s: float, out: TextIO) -> N
         time.sleep(POLL_S)
 
 
+def replace_stale(client: Any, name: str, out: TextIO) -> None:
+    """Refuse to start over a cluster that has pods; remove what is left of one that has none.
+
+    A reboot, or a `docker rm` of the pods, leaves the cluster's network and volumes behind with no pod
+    to use them: that is stale state, and `up` replaces it.
+    """
+    existing = runtime.find(client, name)
+    if existing.empty:
+        return
+    if existing.containers:
+        raise PermanentError(f"cluster {name!r} already exists ({len(existing.containers)} pods); "
+                             f"`slurmpod cluster down --name {name}` first")
+    print(f"cluster {name!r} has no pods left: replacing its stale network and volumes", file=out, flush=True)
+    for item in runtime.remove_all(client, name):
+        print(f"removed {item}", file=out)
+
+
 def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys.stdout, *,
        auth: str = wk.AUTH_MUNGE, manifests_dir: Path | None = None) -> Cluster:
     """Create network, volumes, files and pods; wait until every worker is IDLE.
@@ -137,10 +154,7 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
     started = time.monotonic()
     podspec.validate_params(name, workers)
     client = runtime.connect()
-    existing = runtime.find(client, name)
-    if not existing.empty:
-        raise PermanentError(f"cluster {name!r} already exists ({len(existing.containers)} pods); "
-                             f"`slurmpod cluster down --name {name}` first")
+    replace_stale(client, name, out)
     login_image = f"{wk.IMAGE_REPOSITORY_PREFIX}login:{flavor}"
     if runtime.missing_images(client, [login_image]):
         raise PermanentError(f"images missing: {login_image}; build them with "

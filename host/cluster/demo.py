@@ -38,7 +38,11 @@ OUT_DIR = f"{HOME}/slurmpod-demo"
 BUILD_TIMEOUT_S = 3600
 JOB_TIMEOUT_S = 300
 SRUN_TIMEOUT_S = 120
-_TASK_LINE = re.compile(r"task (?P<task>\d+) of (?P<job>\d+) ran on (?P<host>\S+)")
+# What each array task prints: its index, the number of tasks, the array's job id and its host.
+# Ref: https://slurm.schedmd.com/sbatch.html#SECTION_OUTPUT-ENVIRONMENT-VARIABLES (SLURM_ARRAY_*)
+TASK_WRAP = ('echo "task ${SLURM_ARRAY_TASK_ID} of ${SLURM_ARRAY_TASK_COUNT} in array job ${SLURM_ARRAY_JOB_ID} '
+              'ran on $(hostname)"')
+_TASK_LINE = re.compile(r"task (?P<task>\d+) of (?P<count>\d+) in array job (?P<job>\d+) ran on (?P<host>\S+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +83,24 @@ def ensure_home(client: Any, login: str) -> None:
     _check(runtime.exec_in(client, login, ["sh", "-c", script], timeout_s=30), f"creating {HOME}")
 
 
-def parse_tasks(text: str) -> list[tuple[int, str, str]]:
-    """(task, job, host) of every array output line."""
-    return [(int(m["task"]), m["job"], m["host"]) for m in _TASK_LINE.finditer(text)]
+@dataclass(frozen=True, slots=True)
+class TaskLine:
+    """One array task's output line."""
+
+    task: int  # SLURM_ARRAY_TASK_ID
+    count: int  # SLURM_ARRAY_TASK_COUNT
+    job: str  # SLURM_ARRAY_JOB_ID
+    host: str
+
+
+def parse_tasks(text: str) -> list[TaskLine]:
+    """Every array task's output line in ``text``."""
+    return [TaskLine(int(m["task"]), int(m["count"]), m["job"], m["host"]) for m in _TASK_LINE.finditer(text)]
+
+
+def task_lines(tasks: Sequence[tuple[int, str]], count: int) -> list[str]:
+    """What the demo prints for each task: its index of the array's task count, and where it ran."""
+    return [f"task {task} of {count} ran on {host}" for task, host in tasks]
 
 
 def run_jobs(client: Any, cluster: cli.Cluster, out: TextIO) -> DemoResult:
@@ -95,9 +114,8 @@ def run_jobs(client: Any, cluster: cli.Cluster, out: TextIO) -> DemoResult:
     if len(set(hosts)) != 2 or not set(hosts) <= set(cluster.workers):
         raise PermanentError(f"srun -N2 ran on {hosts}, expected two of {cluster.workers}")
 
-    wrap = 'echo "task ${SLURM_ARRAY_TASK_ID} of ${SLURM_ARRAY_JOB_ID} ran on $(hostname)"'
     sbatch = ["sbatch", "--parsable", f"--array=0-{ARRAY_TASKS - 1}", "--job-name=slurmpod-demo",
-              f"--output={OUT_DIR}/array-%A_%a.out", f"--wrap={wrap}"]
+              f"--output={OUT_DIR}/array-%A_%a.out", f"--wrap={TASK_WRAP}"]
     print(f"\n$ {shlex.join(sbatch)}", file=out, flush=True)
     _check(_as_researcher(client, login, ["mkdir", "-p", OUT_DIR], 30), f"mkdir {OUT_DIR}")
     job_id = _check(_as_researcher(client, login, sbatch, 60), "sbatch").strip().split(";")[0]
@@ -113,13 +131,14 @@ def run_jobs(client: Any, cluster: cli.Cluster, out: TextIO) -> DemoResult:
         time.sleep(1)
     files = _check(_as_researcher(client, login, ["sh", "-c", f"cat {OUT_DIR}/array-{job_id}_*.out"], 30),
                    "reading the array outputs")
-    tasks = sorted((t, host) for t, job, host in parse_tasks(files) if job == job_id)
+    lines = [t for t in parse_tasks(files) if t.job == job_id and t.count == ARRAY_TASKS]
+    tasks = sorted((t.task, t.host) for t in lines)
     if [t for t, _ in tasks] != list(range(ARRAY_TASKS)):
         raise PermanentError(f"array job {job_id}: outputs for tasks {[t for t, _ in tasks]}, "
                              f"expected 0..{ARRAY_TASKS - 1}:\n{files}")
     print(f"\n$ cat {OUT_DIR}/array-{job_id}_*.out   # {ARRAY_TASKS} files on the shared /home", file=out)
-    for task, host in tasks:
-        print(f"task {task} of {job_id} ran on {host}", file=out)
+    for line in task_lines(tasks, ARRAY_TASKS):
+        print(line, file=out)
     return DemoResult(hosts, job_id, tuple(tasks))
 
 
