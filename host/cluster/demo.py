@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError
 from slurmpod.slurm_plugins.decision import Verdict
-from slurmpod_host.cluster import cli, runtime
+from slurmpod_host.cluster import cli, jobs, runtime
 from slurmpod_host.images import build
 
 ARRAY_TASKS = 20
@@ -245,25 +245,21 @@ class PolicyCase:
     title: str
     argv: tuple[str, ...]
     verdict: Verdict
-    show: tuple[str, ...]
-    """`scontrol show job` fields printed for an accepted job."""
 
 
 # Answers of the shipped policy.yaml to the researcher (not in slurmpod-admins, no `inference` account).
 POLICY_CASES = (
-    PolicyCase("accepted: a normal-tier job, unchanged", ("-p", "main", "-t", "30"), Verdict.ACCEPT,
-               ("Partition", "TimeLimit", "Requeue")),
+    PolicyCase("accepted: a normal-tier job, unchanged", ("-p", "main", "-t", "30"), Verdict.ACCEPT),
     PolicyCase("modified: a preemptible job gets requeue and its grace signal", ("-p", "preempt", "-t", "30",
-               "--no-requeue"), Verdict.MODIFY, ("Partition", "TimeLimit", "Requeue")),
+               "--no-requeue"), Verdict.MODIFY),
     PolicyCase("rejected: the high tier is for slurmpod-admins and the inference account", ("-p", "high", "-t", "30"),
-               Verdict.REJECT, ()),
+               Verdict.REJECT),
 )
 
 
-def job_fields(line: str, names: Sequence[str]) -> str:
-    """``A=1 B=2`` from one `scontrol show job -o` line, keeping ``names`` in order."""
-    fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
-    return " ".join(f"{n}={fields.get(n, '?')}" for n in names)
+def job_summary(job: jobs.JobRecord) -> str:
+    """What the policy decided about an accepted job, as `scontrol show job` names it."""
+    return f"Partition={job.partition} TimeLimit={jobs.slurm_time(job.time_limit_min)} Requeue={int(job.requeue)}"
 
 
 def show_policy(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
@@ -282,9 +278,8 @@ def show_policy(client: Any, cluster: cli.Cluster, out: TextIO) -> None:
         if not accepted:
             continue
         job_id = result.stdout.strip().split(";")[0]
-        shown = _check(_as_researcher(client, login, ["scontrol", "show", "job", "-o", job_id], 30),
-                       f"scontrol show job {job_id}")
-        print(f"job {job_id}: {job_fields(shown, case.show)}", file=out)
+        shown = _check(_as_researcher(client, login, jobs.argv(job_id), 30), f"scontrol show job {job_id}")
+        print(f"job {job_id}: {job_summary(jobs.one(shown, job_id))}", file=out)
         _as_researcher(client, login, ["scancel", job_id], 30)
 
 

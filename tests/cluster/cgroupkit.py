@@ -15,10 +15,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import yaml
-from clusterkit import Session, restore_cluster, wait_for, wait_idle, wait_ready
+from clusterkit import Session, job, restore_cluster, wait_for, wait_idle, wait_ready
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import lifecycle, runtime
+from slurmpod_host.cluster.jobs import JobRecord
 
 # What values `cgroup.access: hostV1` renders for a worker (deploy/helm/slurmpod/templates/worker.yaml).
 HOST_V1 = lifecycle.PodPatch(cap_add=("SYS_ADMIN", "SYS_NICE"), host_paths={"/sys/fs/cgroup": "/sys/fs/cgroup"})
@@ -65,17 +66,11 @@ def pod_logs(s: Session, lines: int = 60) -> str:
     return "\n".join(f"--- {p}\n{runtime.logs_tail(s.client, p, lines)}" for p in pods)
 
 
-def job_fields(s: Session, job_id: int) -> dict[str, str]:
-    result = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", str(job_id), timeout=30)
-    assert result.code == 0, result.stderr
-    return dict(item.split("=", 1) for item in result.stdout.split() if "=" in item)
-
-
-def wait_running(s: Session, job_id: int, worker: str) -> dict[str, str]:
-    def running() -> dict[str, str] | None:
-        fields = job_fields(s, job_id)
-        assert fields["JobState"] in {"PENDING", "CONFIGURING", "RUNNING"}, f"{fields}\n{explain(s, worker)}"
-        return fields if fields["JobState"] == "RUNNING" else None
+def wait_running(s: Session, job_id: int, worker: str) -> JobRecord:
+    def running() -> JobRecord | None:
+        record = job(s, job_id)
+        assert record.state in {"PENDING", "CONFIGURING", "RUNNING"}, f"{record}\n{explain(s, worker)}"
+        return record if record.state == "RUNNING" else None
     try:
         return wait_for(f"job {job_id} RUNNING", running, JOB_RUNNING_WORST_S)[0]
     except AssertionError as exc:

@@ -17,7 +17,8 @@ import pytest
 
 from slurmpod import nodestate
 from slurmpod import well_known as wk
-from slurmpod_host.cluster import cli, lifecycle, runtime
+from slurmpod_host.cluster import cli, jobs, lifecycle, runtime
+from slurmpod_host.cluster.jobs import JobRecord
 
 NAME = "sptest"
 WORKERS = 2
@@ -118,13 +119,27 @@ def scontrol(s: Session, *args: str) -> None:
     assert result.code == 0, f"scontrol {' '.join(args)}: {result.stderr}"
 
 
-def lift_requeue_hold(s: Session, job_id: str, fields: Mapping[str, str]) -> None:
+def job(s: Session, job_id: int | str) -> JobRecord:
+    """The job as slurmctld holds it (`scontrol show job --json`; a finished job stays MinJobAge, 300 s)."""
+    result = s.root_in(s.cluster.controller, *jobs.argv(job_id), timeout=30)
+    assert result.code == 0, result.stderr
+    return jobs.one(result.stdout, job_id)
+
+
+def all_jobs(s: Session) -> dict[int, JobRecord]:
+    """Every job slurmctld still holds, by id, in one call."""
+    result = s.root_in(s.cluster.controller, *jobs.argv(), timeout=30)
+    assert result.code == 0, result.stderr
+    return {j.job_id: j for j in jobs.parse(result.stdout)}
+
+
+def lift_requeue_hold(s: Session, job_id: int | str, record: JobRecord) -> None:
     """slurmctld holds a requeued batch job back (up to the credential lifetime, 120 s by default) before it
     may start again. That delay is Slurm's, not the feature a test checks, so tests lift it as an admin
-    could, once they have seen the requeue (``fields``: the job's `scontrol show job`).
+    could, once they have seen the requeue (``record``: the job as `job` read it).
     Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire"""
-    if fields["JobState"] == "PENDING" and fields.get("Reason") == "BeginTime":
-        print(f"requeued job {job_id} held until {fields.get('StartTime')}: released with StartTime=now")
+    if record.state == "PENDING" and record.reason == "BeginTime":
+        print(f"requeued job {job_id} held until {record.start_time}: released with StartTime=now")
         scontrol(s, "update", f"jobid={job_id}", "StartTime=now")
 
 

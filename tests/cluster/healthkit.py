@@ -16,12 +16,13 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from clusterkit import Session, all_idle, node, restore_cluster, scontrol, wait_for, wait_ready
+from clusterkit import Session, all_idle, job, node, restore_cluster, scontrol, wait_for, wait_ready
 from fakes import gpu_libs
 
 from slurmpod import well_known as wk
 from slurmpod.nodestate import NodeState
 from slurmpod_host.cluster import lifecycle
+from slurmpod_host.cluster.jobs import JobRecord
 
 INTERVAL_S = 10  # HealthCheckInterval for these tests (the default is 300)
 CLEAN_RUNS = 2  # clean periodic runs before slurmpod lifts its own drain
@@ -85,12 +86,6 @@ def write_health_config(s: Session, pod: str, doc: Mapping[str, object]) -> None
     write_file(s, pod, wk.HEALTH_CONFIG, json.dumps(dict(doc), sort_keys=True) + "\n")
 
 
-def job(s: Session, job_id: int) -> dict[str, str]:
-    result = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", str(job_id), timeout=30)
-    assert result.code == 0, result.stderr
-    return dict(item.split("=", 1) for item in result.stdout.split() if "=" in item)
-
-
 def drained_with(s: Session, name: str, prefix: str) -> NodeState | None:
     n = node(s, name)
     return n if n is not None and n.drained and n.reason.startswith(prefix) else None
@@ -140,20 +135,18 @@ def gpu_count(gres: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def wait_job_done(s: Session, job_id: int, bound: float = JOB_WORST_S) -> tuple[dict[str, str], float]:
+def wait_job_done(s: Session, job_id: int, bound: float = JOB_WORST_S) -> tuple[JobRecord, float]:
     """The job's final state and the seconds waited (at most ``bound``)."""
-    seen: list[dict[str, str]] = []
+    seen: list[JobRecord] = []
 
-    def done() -> dict[str, str] | None:
+    def done() -> JobRecord | None:
         st = job(s, job_id)
         seen[:] = [st]
-        return st if st["JobState"] in FINAL else None
+        return st if st.state in FINAL else None
     try:
         return wait_for(f"job {job_id} done", done, bound)
     except AssertionError as exc:  # say where the job stood
-        keys = ("JobState", "Reason", "Restarts", "BatchHost", "NodeList", "EligibleTime", "StartTime")
-        last = {k: seen[0].get(k, "") for k in keys} if seen else {}
-        raise AssertionError(f"{exc}; last seen {last}") from None
+        raise AssertionError(f"{exc}; last seen {seen[0] if seen else None}") from None
 
 
 def drain_as_admin(s: Session, name: str, reason: str) -> None:
@@ -171,9 +164,9 @@ def replace_worker(s: Session, pod: str, patch: lifecycle.PodPatch) -> None:
     lifecycle.replace_pod(s.client, s.cluster.name, pod, patch)
 
 
-def wait_job_state(s: Session, job_id: int, want: str) -> tuple[dict[str, str], float]:
+def wait_job_state(s: Session, job_id: int, want: str) -> tuple[JobRecord, float]:
     """The job once its state is ``want``, and the seconds waited (at most JOB_WORST_S)."""
-    def reached() -> dict[str, str] | None:
+    def reached() -> JobRecord | None:
         st = job(s, job_id)
-        return st if st["JobState"] == want else None
+        return st if st.state == want else None
     return wait_for(f"job {job_id} {want}", reached, JOB_WORST_S)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clusterkit import Session, lift_requeue_hold, own_cluster, wait_for
+from clusterkit import Session, job, lift_requeue_hold, own_cluster, wait_for
 
 from slurmpod import well_known as wk
 
@@ -48,11 +48,6 @@ def _root(s: Session, *argv: str) -> str:
     result = s.root_in(s.cluster.controller, *argv, timeout=60)
     assert result.code == 0, f"{' '.join(argv)}: {result.stderr}"
     return result.stdout
-
-
-def _job(s: Session, job_id: str) -> dict[str, str]:
-    out = _root(s, "scontrol", "show", "job", job_id, "--oneliner")
-    return dict(item.split("=", 1) for item in out.split() if "=" in item)
 
 
 def _submit(s: Session, *args: str) -> str:
@@ -119,26 +114,26 @@ def test_urgent_qos_requeues_a_running_low_qos_job_which_completes_later(acct: S
     low = _submit(acct, "--qos=low", *whole, "-t", "10", "--wrap", "sleep 20")
     high = ""
     try:
-        _, took = wait_for(f"job {low} running", lambda: _job(acct, low)["JobState"] == "RUNNING" or None,
+        _, took = wait_for(f"job {low} running", lambda: job(acct, low).state == "RUNNING" or None,
                            START_WAIT_S, poll=1.0)
         print(f"low-QoS job {low} running after {took:.1f} s (bound {START_WAIT_S:.0f} s)")
         high = _submit(acct, "--qos=urgent", *whole, "-t", "5", "--wrap", "sleep 5")
 
         def preempted() -> bool | None:
-            lj, hj = _job(acct, low), _job(acct, high)
-            return (int(lj.get("Restarts", "0")) >= 1 and hj["JobState"] in ("RUNNING", "COMPLETED")) or None
+            lj, hj = job(acct, low), job(acct, high)
+            return (lj.restarts >= 1 and hj.state in ("RUNNING", "COMPLETED")) or None
 
         _, took = wait_for(f"job {low} preempted by {high}", preempted, PREEMPT_WAIT_S, poll=1.0)
         print(f"urgent-QoS job {high} running, {low} requeued, after {took:.1f} s (bound {PREEMPT_WAIT_S:.0f} s)")
-        requeued = _job(acct, low)
-        assert requeued["JobState"] not in ("CANCELLED", "FAILED", "PREEMPTED")
+        requeued = job(acct, low)
+        assert requeued.state not in ("CANCELLED", "FAILED", "PREEMPTED")
         lift_requeue_hold(acct, low, requeued)
         _, took = wait_for(f"job {low} completed after its requeue",
-                           lambda: _job(acct, low)["JobState"] == "COMPLETED" or None, REQUEUE_COMPLETE_WAIT_S,
+                           lambda: job(acct, low).state == "COMPLETED" or None, REQUEUE_COMPLETE_WAIT_S,
                            poll=1.0)
         print(f"requeued job {low} completed {took:.1f} s later (bound {REQUEUE_COMPLETE_WAIT_S:.0f} s)")
-        assert _job(acct, high)["JobState"] == "COMPLETED"
-        assert int(_job(acct, low)["Restarts"]) >= 1
+        assert job(acct, high).state == "COMPLETED"
+        assert job(acct, low).restarts >= 1
     finally:
         for job_id in (low, high):
             if job_id:

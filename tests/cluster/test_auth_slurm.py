@@ -14,7 +14,7 @@ import pytest
 from clusterkit import Session, auth_slurm_cluster
 
 from slurmpod import well_known as wk
-from slurmpod_host.cluster import runtime
+from slurmpod_host.cluster import jobs, runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.smoke]
 
@@ -88,11 +88,11 @@ def test_sbatch_job_completes(spauth: Session) -> None:
     submit = spauth.as_researcher("sbatch", "--parsable", "--wait", f"--output={out}",
                                   "--wrap=echo ran on $(hostname) as $(id -un)", timeout=180)
     assert submit.code == 0, submit.stderr  # --wait: the job's exit code
-    job = submit.stdout.strip().split(";")[0]
-    text = spauth.as_researcher("cat", out.replace("%j", job)).stdout.split()
+    job_id = submit.stdout.strip().split(";")[0]
+    text = spauth.as_researcher("cat", out.replace("%j", job_id)).stdout.split()
     assert text[:2] == ["ran", "on"]
     assert text[2] in spauth.cluster.workers
     assert text[3:] == ["as", wk.DEMO_USER]
-    state = spauth.as_researcher("scontrol", "show", "job", job)  # kept MinJobAge (300 s) after it ends
+    state = spauth.as_researcher(*jobs.argv(job_id))  # kept MinJobAge (300 s) after it ends
     assert state.code == 0, state.stderr
-    assert "JobState=COMPLETED" in state.stdout, state.stdout
+    assert jobs.one(state.stdout, job_id).state == "COMPLETED", state.stdout

@@ -10,10 +10,22 @@ import shlex
 import time
 
 import pytest
-from clusterkit import Session, all_idle, node_json, restore_pod, scontrol, wait_for, wait_idle, wait_ready
+from clusterkit import (
+    Session,
+    all_idle,
+    all_jobs,
+    job,
+    node_json,
+    restore_pod,
+    scontrol,
+    wait_for,
+    wait_idle,
+    wait_ready,
+)
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import lifecycle, runtime
+from slurmpod_host.cluster.jobs import JobRecord
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
@@ -35,24 +47,6 @@ def _sbatch(s: Session, *args: str) -> int:
     result = s.as_researcher("sbatch", "--parsable", *args, timeout=60)
     assert result.code == 0, result.stderr
     return int(result.stdout.strip().split(";")[0])
-
-
-def _fields(line: str) -> dict[str, str]:
-    return dict(item.split("=", 1) for item in line.split() if "=" in item)
-
-
-def _job(s: Session, job: int) -> dict[str, str]:
-    """`scontrol show job -o` as key=value (sacct needs slurmdbd, which this cluster has not)."""
-    result = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", str(job), timeout=30)
-    assert result.code == 0, result.stderr
-    return _fields(result.stdout)
-
-
-def _jobs(s: Session) -> dict[int, dict[str, str]]:
-    """Every job slurmctld still holds (finished ones stay MinJobAge, 300 s), in one call."""
-    result = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", timeout=30)
-    assert result.code == 0, result.stderr
-    return {int(f["JobId"]): f for f in map(_fields, result.stdout.splitlines()) if "JobId" in f}
 
 
 def _pids(s: Session, pod: str, daemon: str) -> set[str]:
@@ -94,14 +88,13 @@ def test_killed_daemon_is_restarted_and_node_idle_within_10s(session: Session, d
     wait_idle(session, pod)
 
 
-def _wait_done(s: Session, jobs: list[int], timeout: float = JOB_TIMEOUT_S) -> dict[int, dict[str, str]]:
+def _wait_done(s: Session, jobs: list[int], timeout: float = JOB_TIMEOUT_S) -> dict[int, JobRecord]:
     final = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"}
 
-    def done() -> dict[int, dict[str, str]] | None:
-        known = _jobs(s)
+    def done() -> dict[int, JobRecord] | None:
+        known = all_jobs(s)
         states = {j: known[j] for j in jobs if j in known}
-        return states if len(states) == len(jobs) and all(
-            st["JobState"] in final for st in states.values()) else None
+        return states if len(states) == len(jobs) and all(st.state in final for st in states.values()) else None
 
     return wait_for(f"jobs {jobs} done", done, timeout, poll=1.0)[0]
 
@@ -110,8 +103,8 @@ def test_held_and_pending_jobs_survive_a_controller_pod_restart(session: Session
     out = _out_dir(session, "controller-restart")
     held = _sbatch(session, "--hold", "-o", f"{out}/%j.out", "--wrap", "hostname")
     pending = _sbatch(session, f"--dependency=afterok:{held}", "-o", f"{out}/%j.out", "--wrap", "hostname")
-    assert _job(session, held)["Reason"] == "JobHeldUser"
-    assert (_job(session, pending)["JobState"], _job(session, pending)["Reason"]) == ("PENDING", "Dependency")
+    assert job(session, held).reason == "JobHeldUser"
+    assert (job(session, pending).state, job(session, pending).reason) == ("PENDING", "Dependency")
 
     # `kubectl delete pod`: the StatefulSet makes a new controller pod; StateSaveLocation is its PVC.
     started = time.monotonic()
@@ -120,14 +113,14 @@ def test_held_and_pending_jobs_survive_a_controller_pod_restart(session: Session
     all_idle(session)
     print(f"controller pod replaced, workers IDLE again after {time.monotonic() - started:.1f}s")
 
-    assert (_job(session, held)["JobState"], _job(session, held)["Reason"]) == ("PENDING", "JobHeldUser")
-    assert (_job(session, pending)["JobState"], _job(session, pending)["Reason"]) == ("PENDING", "Dependency")
+    assert (job(session, held).state, job(session, held).reason) == ("PENDING", "JobHeldUser")
+    assert (job(session, pending).state, job(session, pending).reason) == ("PENDING", "Dependency")
     release = session.as_researcher("scontrol", "release", str(held))
     assert release.code == 0, release.stderr
     states = _wait_done(session, [held, pending])
-    assert {j: st["JobState"] for j, st in states.items()} == {held: "COMPLETED", pending: "COMPLETED"}
-    for job in (held, pending):
-        host = session.as_researcher("cat", f"{out}/{job}.out").stdout.strip()
+    assert {j: st.state for j, st in states.items()} == {held: "COMPLETED", pending: "COMPLETED"}
+    for job_id in (held, pending):
+        host = session.as_researcher("cat", f"{out}/{job_id}.out").stdout.strip()
         assert host in session.cluster.workers
 
 
@@ -152,15 +145,15 @@ def test_prestop_requeues_a_running_job_which_completes_on_another_worker(sessio
     # the requeued job to the victim too (a required node list survives a requeue).
     scontrol(session, "update", f"NodeName={other}", "State=DRAIN", "Reason=sptest pin job")
     try:
-        job = _sbatch(session, "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
-        running, _ = wait_for(f"job {job} running on {victim}",
-                              lambda: (st if (st := _job(session, job))["JobState"] == "RUNNING" else None), 60)
-        assert running["NodeList"] == victim
+        job_id = _sbatch(session, "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
+        running, _ = wait_for(f"job {job_id} running on {victim}",
+                              lambda: (st if (st := job(session, job_id)).state == "RUNNING" else None), 60)
+        assert running.nodes == victim
     finally:
         scontrol(session, "update", f"NodeName={other}", "State=RESUME")
     wait_idle(session, other)
     wait_for("job output started", lambda: True if session.as_researcher(
-        "grep", "-q", "start run=0", f"{out}/{job}.out").code == 0 else None, 30)
+        "grep", "-q", "start run=0", f"{out}/{job_id}.out").code == 0 else None, 30)
 
     try:
         started = time.monotonic()
@@ -169,11 +162,11 @@ def test_prestop_requeues_a_running_job_which_completes_on_another_worker(sessio
               f"the whole pod deletion {time.monotonic() - started:.1f}s")
         assert 0 < hook_s <= PRESTOP_S
         # The hook also lifted Slurm's two-minute hold on requeued jobs: the rerun starts at once.
-        states = _wait_done(session, [job], timeout=RERUN_S)
-        print(f"requeued job {job} completed on {other} {time.monotonic() - started:.1f}s after the delete began")
-        assert states[job]["JobState"] == "COMPLETED", states[job]
-        assert int(states[job]["Restarts"]) == 1
-        lines = session.as_researcher("cat", f"{out}/{job}.out").stdout.splitlines()
+        states = _wait_done(session, [job_id], timeout=RERUN_S)
+        print(f"requeued job {job_id} completed on {other} {time.monotonic() - started:.1f}s after the delete began")
+        assert states[job_id].state == "COMPLETED", states[job_id]
+        assert states[job_id].restarts == 1
+        lines = session.as_researcher("cat", f"{out}/{job_id}.out").stdout.splitlines()
         assert lines[0] == f"start run=0 host={victim}", lines
         assert lines[-1] == f"done run=1 host={other}", lines
         assert f"done run=0 host={victim}" not in lines
@@ -198,7 +191,7 @@ def test_fifty_jobs_around_a_controller_restart_all_complete(session: Session) -
     jobs = [int(j) for j in (before.stdout + after.stdout).split()]
     assert len(set(jobs)) == 50
     states = _wait_done(session, jobs, timeout=300)
-    assert {st["JobState"] for st in states.values()} == {"COMPLETED"}
+    assert {st.state for st in states.values()} == {"COMPLETED"}
     listing = session.as_researcher("sh", "-c", f"cat {out}/*.out").stdout.splitlines()
     got = {int(line.split()[0]): line.split()[1] for line in listing}
     assert set(got) == set(jobs)

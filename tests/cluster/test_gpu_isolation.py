@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import cgroupkit
 import healthkit
 import pytest
-from clusterkit import Session, node, wait_for
+from clusterkit import Session, job, node, wait_for
 from healthkit import FAKE_STATE_DIR
 
 from slurmpod_host.cluster import lifecycle
@@ -95,7 +95,7 @@ def test_two_2_gpu_jobs_share_a_worker_and_open_only_their_own_gpus(session: Ses
             texts = [session.as_researcher("cat", out).stdout for out in outs]
             return texts if all("GPUS " in t for t in texts) else None
         texts, waited = wait_for("both jobs' probes", both_written, cgroupkit.JOB_RUNNING_WORST_S)
-        states = [cgroupkit.job_fields(session, j)["JobState"] for j in jobs]
+        states = [job(session, j).state for j in jobs]
         assert states == ["RUNNING", "RUNNING"], states  # at the same time, on the same worker
     finally:
         cgroupkit.cancel(session, gpu_worker, *jobs)

@@ -84,7 +84,7 @@ def test_missing_nvml_drains_requeues_and_the_periodic_check_returns_the_node(
         # The failed prolog sends the job through COMPLETING back to PENDING: requeued, and not held.
         state, waited = healthkit.wait_job_state(session, job, "PENDING")
         print(f"job requeued {waited:.1f}s after the drain (bound {JOB_WORST_S:.0f}s)")
-        assert int(state["Restarts"]) >= 1 and "Held" not in state["Reason"], state
+        assert state.restarts >= 1 and "Held" not in state.reason, state
 
         # An admin's drain is never lifted, however many clean periodic runs pass.
         assert drained_with(session, healthy, admin_reason) is not None
@@ -93,7 +93,7 @@ def test_missing_nvml_drains_requeues_and_the_periodic_check_returns_the_node(
         done, waited = healthkit.wait_job_done(session, job, healthkit.REQUEUED_JOB_WORST_S)
         print(f"requeued job done {waited:.1f}s after the healthy node came back "
               f"(bound {healthkit.REQUEUED_JOB_WORST_S:.0f}s)")
-        assert (done["JobState"], done["BatchHost"]) == ("COMPLETED", healthy), done
+        assert (done.state, done.batch_host) == ("COMPLETED", healthy), done
 
         assert drained_with(session, faulty, FAULT_REASON) is not None  # periodic runs kept it drained
         write_health_config(session, faulty, {**good, "clean_runs_to_undrain": CLEAN_RUNS})

@@ -131,7 +131,7 @@ def test_fault_drains_requeues_and_returns(session: Session, fake_gpus: None, fa
         if fault.reason is None:
             done, waited = healthkit.wait_job_done(session, job)
             print(f"{name}: job done in {waited:.1f}s (bound {JOB_WORST_S:.0f}s)")
-            assert (done["JobState"], done["BatchHost"]) == ("COMPLETED", faulty), done
+            assert (done.state, done.batch_host) == ("COMPLETED", faulty), done
             n = node(session, faulty)
             assert n is not None and not n.drained, n
             return
@@ -140,10 +140,10 @@ def test_fault_drains_requeues_and_returns(session: Session, fake_gpus: None, fa
         print(f"{name}: drained in {waited:.1f}s (bound {DRAIN_WORST_S:.0f}s)")
         healthkit.resume(session, healthy)
         done, waited = healthkit.wait_job_done(session, job, REQUEUED_WORST_S)
-        print(f"{name}: job done in {waited:.1f}s, restarts {done['Restarts']} (bound {REQUEUED_WORST_S:.0f}s)")
-        assert done["JobState"] == "COMPLETED", done
+        print(f"{name}: job done in {waited:.1f}s, restarts {done.restarts} (bound {REQUEUED_WORST_S:.0f}s)")
+        assert done.state == "COMPLETED", done
         if fault.in_prolog:
-            assert done["BatchHost"] == healthy, done
+            assert done.batch_host == healthy, done
     finally:
         if name == "nvml-missing":
             session.root_in(faulty, "sh", "-c", f"mv {NVML}.away {NVML} && ldconfig")

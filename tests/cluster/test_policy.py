@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from clusterkit import WORKERS, Session, all_idle, lift_requeue_hold, wait_for
+from clusterkit import WORKERS, Session, all_idle, job, lift_requeue_hold, wait_for
 from policyvolume import PolicyVolume
 
 from slurmpod import well_known as wk
@@ -53,12 +53,6 @@ def _sbatch(session: Session, *args: str) -> tuple[int, str, str]:
     return r.code, r.stdout.strip().split(";")[0], r.stderr
 
 
-def _job(session: Session, job_id: str) -> dict[str, str]:
-    out = session.root_in(session.cluster.controller, "scontrol", "show", "job", "-o", job_id, timeout=30)
-    assert out.code == 0, out.stderr
-    return dict(item.split("=", 1) for item in out.stdout.split() if "=" in item)
-
-
 def _cancel(session: Session, job_id: str) -> None:
     session.root_in(session.cluster.controller, "scancel", job_id, timeout=30)
 
@@ -75,8 +69,8 @@ def test_accepted_job_is_unchanged(session: Session, policy: PolicyVolume) -> No
     code, job_id, err = _sbatch(session, "-t", "30", "--requeue", "--signal=USR1@300")
     assert code == 0, err
     try:
-        job = _job(session, job_id)
-        assert (job["TimeLimit"], job["Requeue"]) == ("00:30:00", "1")
+        record = job(session, job_id)
+        assert (record.time_limit_min, record.requeue) == (30, True), record
     finally:
         _cancel(session, job_id)
 
@@ -87,9 +81,9 @@ def test_modified_job_shows_in_scontrol(session: Session, policy: PolicyVolume) 
     code, job_id, err = _sbatch(session, "--no-requeue")
     assert code == 0, err
     try:
-        job = _job(session, job_id)
-        assert job["TimeLimit"] == "01:00:00", job  # set to the tier's cap
-        assert job["Requeue"] == "1", job  # preemptible: requeue forced on
+        record = job(session, job_id)
+        assert record.time_limit_min == 60, record  # set to the tier's cap
+        assert record.requeue, record  # preemptible: requeue forced on
         assert "requeue enabled" in err  # the plugin's message reaches the user (sbatch prints it at info)
     finally:
         _cancel(session, job_id)
@@ -163,8 +157,8 @@ REQUEUE_COMPLETE_WAIT_S = 300.0
 
 
 def _state(session: Session, job_id: str) -> tuple[str, int]:
-    job = _job(session, job_id)
-    return job["JobState"], int(job.get("Restarts", "0"))
+    record = job(session, job_id)
+    return record.state, record.restarts
 
 
 def test_high_tier_preempts_a_preemptible_job_which_is_requeued_and_completes(
@@ -180,7 +174,7 @@ def test_high_tier_preempts_a_preemptible_job_which_is_requeued_and_completes(
         _, took = wait_for(f"job {low_id} running", lambda: _state(session, low_id)[0] == "RUNNING" or None,
                            START_WAIT_S, poll=1.0)
         print(f"preemptible job {low_id} running after {took:.1f} s (bound {START_WAIT_S:.0f} s)")
-        assert _job(session, low_id)["Requeue"] == "1"  # forced on by the preemptible tier
+        assert job(session, low_id).requeue  # forced on by the preemptible tier
         high = session.as_researcher("sbatch", "--parsable", "-p", "high", *both, "-t", "5", "--wrap", "sleep 5")
         assert high.code == 0, high.stderr
         high_id = high.stdout.strip().split(";")[0]
@@ -191,8 +185,8 @@ def test_high_tier_preempts_a_preemptible_job_which_is_requeued_and_completes(
 
         _, took = wait_for(f"job {low_id} preempted by {high_id}", preempted, PREEMPT_WAIT_S, poll=1.0)
         print(f"high-tier job {high_id} running, {low_id} requeued, after {took:.1f} s (bound {PREEMPT_WAIT_S:.0f} s)")
-        requeued = _job(session, low_id)
-        assert requeued["JobState"] not in ("CANCELLED", "FAILED", "PREEMPTED")
+        requeued = job(session, low_id)
+        assert requeued.state not in ("CANCELLED", "FAILED", "PREEMPTED")
         lift_requeue_hold(session, low_id, requeued)
 
         _, took = wait_for(f"job {low_id} completed after its requeue",

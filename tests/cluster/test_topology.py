@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 import yaml
-from clusterkit import Session, all_idle, nodes, restore_pod, scontrol, wait_for, wait_idle, wait_ready
+from clusterkit import Session, all_idle, job, nodes, restore_pod, scontrol, wait_for, wait_idle, wait_ready
 from policyvolume import PolicyVolume
 
 from slurmpod import well_known as wk
 from slurmpod.topology import hostlist
 from slurmpod_host.cluster import lifecycle, runtime
+from slurmpod_host.cluster.jobs import JobRecord
 from slurmpod_host.cluster.lifecycle import PodPatch
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.smoke]
@@ -106,19 +107,13 @@ topology: {{plugin: {plugin}, groupSize: 2, gpuJobsOnly: false, oversize: allow,
 PLACED_START_S = 90.0
 
 
-def _job_fields(s: Session, job_id: str) -> dict[str, str]:
-    out = s.root_in(s.cluster.controller, "scontrol", "show", "job", "-o", job_id, timeout=30)
-    assert out.code == 0, out.stderr
-    return dict(item.split("=", 1) for item in out.stdout.split() if "=" in item)
-
-
 def _hold(s: Session, pod: str) -> str:
     """A job that takes ``pod`` whole and keeps it until cancelled; returns its id once it runs."""
     held = s.as_researcher("sbatch", "--parsable", "--exclusive", "-w", pod, "-o", "/dev/null",
                            "--wrap", "sleep 300", timeout=60)
     assert held.code == 0, held.stderr
     job_id = held.stdout.strip().split(";")[0]
-    wait_for(f"hold job on {pod} running", lambda: _job_fields(s, job_id)["JobState"] == "RUNNING" or None, 60)
+    wait_for(f"hold job on {pod} running", lambda: job(s, job_id).state == "RUNNING" or None, 60)
     return job_id
 
 
@@ -131,18 +126,18 @@ def _submit_2_nodes(s: Session) -> str:
 def _held_back(s: Session, job_id: str) -> None:
     """A 2-node job submitted with one free node in each block carries the policy's constraint and waits."""
     if s.flavor == "24.11":
-        job = _job_fields(s, job_id)
-        assert job.get("Switches") == "1@00:05:00", job  # --switches=1@300 set by the policy
+        record = job(s, job_id)
+        assert (record.switches, record.switch_wait_s) == (1, 300), record  # --switches=1@300 set by the policy
     else:
         assert _segment_size(s, job_id) == 2  # --segment=2 set by the policy
 
-    def considered() -> dict[str, str] | None:
-        j = _job_fields(s, job_id)
-        return j if j["JobState"] != "PENDING" or j["Reason"] != "None" else None
+    def considered() -> JobRecord | None:
+        j = job(s, job_id)
+        return j if j.state != "PENDING" or j.reason != "None" else None
 
     # Considered by the scheduler (its Reason leaves "None") and still pending: not spread over 2 blocks.
-    job, _ = wait_for(f"job {job_id} considered", considered, PLACED_START_S, poll=1.0)
-    assert job["JobState"] == "PENDING", job
+    record, _ = wait_for(f"job {job_id} considered", considered, PLACED_START_S, poll=1.0)
+    assert record.state == "PENDING", record
 
 
 def _segment_size(s: Session, job_id: str) -> int | None:
@@ -162,9 +157,9 @@ def _segment_size(s: Session, job_id: str) -> int | None:
     return None
 
 
-def _started(s: Session, job_id: str) -> dict[str, str] | None:
-    job = _job_fields(s, job_id)
-    return job if job["JobState"] in ("RUNNING", "COMPLETING", "COMPLETED") else None
+def _started(s: Session, job_id: str) -> JobRecord | None:
+    record = job(s, job_id)
+    return record if record.state in ("RUNNING", "COMPLETING", "COMPLETED") else None
 
 
 def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
@@ -228,9 +223,10 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         holds.insert(0, placed)  # cancelled in `finally` too
         _held_back(session, placed)
         assert session.root_in(controller, "scancel", holds.pop(), timeout=30).code == 0
-        state, took = wait_for(f"job {placed} started", lambda: _started(session, placed), PLACED_START_S, poll=1.0)
+        started, took = wait_for(f"job {placed} started", lambda: _started(session, placed), PLACED_START_S,
+                                 poll=1.0)
         print(f"{plugin}: the constrained job started {took:.1f}s after b2 freed (bound {PLACED_START_S:.0f}s)")
-        assert frozenset(hostlist.expand(state["NodeList"])) == both["b2"], state
+        assert frozenset(hostlist.expand(started.nodes)) == both["b2"], started
         while holds:
             assert session.root_in(controller, "scancel", holds.pop(), timeout=30).code == 0
         all_idle(session)

@@ -7,7 +7,7 @@ import pytest
 
 from slurmpod.slurm_plugins import engine
 from slurmpod.slurm_plugins.request import JobRequest
-from slurmpod_host.cluster import demo
+from slurmpod_host.cluster import demo, jobs
 
 # The JobRequest slurmctld's plugin builds from each case's sbatch options (time in minutes).
 REQUESTS = {
@@ -33,11 +33,11 @@ def test_one_case_of_each_verdict() -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "names", "shown"),
-    [("JobId=7 JobName=wrap Partition=preempt TimeLimit=00:30:00 Requeue=1", ("Partition", "Requeue"),
-      "Partition=preempt Requeue=1"),
-     ("JobId=7 Partition=main", ("TimeLimit",), "TimeLimit=?")],
-    ids=["fields-in-order", "missing-field"],
+    ("job", "shown"),
+    [(jobs.JobRecord(7, "PENDING", "JobHeldUser", partition="preempt", requeue=True, time_limit_min=30),
+      "Partition=preempt TimeLimit=00:30:00 Requeue=1"),
+     (jobs.JobRecord(7, "PENDING", "JobHeldUser", partition="main"), "Partition=main TimeLimit=UNLIMITED Requeue=0")],
+    ids=["modified", "no-limit"],
 )
-def test_job_fields(line: str, names: tuple[str, ...], shown: str) -> None:
-    assert demo.job_fields(line, names) == shown
+def test_job_summary(job: jobs.JobRecord, shown: str) -> None:
+    assert demo.job_summary(job) == shown
