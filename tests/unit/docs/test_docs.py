@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import paths
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.REPO
 README = ROOT / "README.md"
 README_MAX_LINES = 200
 PAGES = sorted([README, *(ROOT / "docs").glob("*.md")])
