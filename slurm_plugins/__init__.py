@@ -1,6 +1,7 @@
-"""job_submit policy in plain Python and its cffi-embedded plugin (job_submit_slurmpod.so).
+"""job_submit_slurmpod.so: the Slurm plugin that hosts the policy (slurmpod.policy) inside slurmctld.
 
-request (JobRequest) -> engine.decide (tier_rules, topology_rules, custom rules) -> decision (Decision);
-loader reads the policy YAML; check_cli is `slurmpod policy check`; bridge + embedded are the plugin's
-Python side; build_plugin builds the .so; stats reads its per-call timing.
+build_plugin builds the .so with cffi's embedding API; embedded + bridge are the plugin's Python side;
+fastpath compiles a loaded policy into the table the C fast path reads; stats reads the plugin's
+per-call timing.
+Ref: https://slurm.schedmd.com/job_submit_plugins.html, https://cffi.readthedocs.io/en/stable/embedding.html
 """

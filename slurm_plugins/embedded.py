@@ -13,9 +13,10 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
-from slurmpod.slurm_plugins import bridge, engine, fastpath
-from slurmpod.slurm_plugins.decision import Decision
-from slurmpod.slurm_plugins.policy import FailMode
+from slurmpod.policy.decide import failed
+from slurmpod.policy.decision import Decision
+from slurmpod.policy.model import FailMode
+from slurmpod.slurm_plugins import bridge, fastpath
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def _decide(ffi: Any, runtime: bridge.PluginRuntime, req: Any, out: Any, loaded:
     values = bridge.encode(decision)
     too_long = [k for k in STR_OUT if k in values and len(str(values[k]).encode()) >= len(getattr(out, k))]
     if too_long:
-        decision = engine.failed(loaded.fail_mode, f"value for {too_long[0]} too long for the plugin")
+        decision = failed(loaded.fail_mode, f"value for {too_long[0]} too long for the plugin")
         values = bridge.encode(decision)
     _fill(ffi, out, decision, values)
     line = bridge.log_line(job, decision) if job is not None else f"verdict={decision.verdict.value} " \

@@ -2,7 +2,7 @@
 
 Python still owns the policy: `fastpath.plan` turns a loaded `Policy` into a `slurmpod_fast_t` table (names
 as "|a|b|" lists, the constant notes already formatted), and `slurmpod_fast_decide` applies the same rules as
-`tier_rules.check` + `engine.decide` to one request without entering Python (no GIL, no thread state, no
+`tier_rules.check` + `decide.decide` to one request without entering Python (no GIL, no thread state, no
 objects): cpu-only partitions, tier matching by partition or QoS, access by user or account, time caps,
 requeue and the grace signal. It answers only what it can answer exactly like Python, and returns 0 (ask
 Python) for everything else: site rules, an unusable policy, access by group, a multi-node job under a
@@ -341,7 +341,7 @@ decided:
         out->set = 0;
         out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;
         memcpy(out->message, reject.text, reject.len + 1);
-    } else if (req->is_modify) { /* engine._builtin: a modification is refused or accepted, never changed */
+    } else if (req->is_modify) { /* decide._builtin: a modification is refused or accepted, never changed */
         out->verdict = 0;
         out->set = 0;
         out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from slurmpod.slurm_plugins import tier_rules
-from slurmpod.slurm_plugins.policy import OverTime, Policy, SignalTarget, TopologyKind
+from slurmpod.policy import tier_rules
+from slurmpod.policy.model import OverTime, Policy, SignalTarget, TopologyKind
 
 # Sizes of slurmpod_fast_t's fields (fast_c.FAST_STRUCTS), NUL included.
 MAX_TIERS = 8
