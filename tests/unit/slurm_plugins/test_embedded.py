@@ -1,7 +1,7 @@
 """The plugin's Python side, driven through the same C structs the shim passes (cffi, ABI mode).
 
 These run `embedded.start` / `embedded.decide` exactly as the compiled plugin calls them, with the
-struct declarations from build_plugin, so a field the shim and Python disagree on fails here.
+struct declarations of slurmpod_job.h and fastpath.h, so a field the shim and Python disagree on fails here.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ NO_VAL, NO_VAL16 = 0xFFFFFFFE, 0xFFFE
 @pytest.fixture
 def ffi() -> cffi.FFI:
     f = cffi.FFI()
-    f.cdef(build_plugin.STRUCTS)
+    f.cdef(build_plugin.declarations(*build_plugin.CDEF_HEADERS))
     return f
 
 
