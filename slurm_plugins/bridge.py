@@ -24,7 +24,7 @@ from slurmpod.policy.decision import Decision, Verdict
 from slurmpod.policy.model import FailMode, Policy
 from slurmpod.policy.request import JobRequest, Sharing
 
-# Ref: slurm/slurm.h (#define NO_VAL, NO_VAL16, JOB_SHARED_*)
+# Ref: https://github.com/SchedMD/slurm/blob/master/slurm/slurm.h (#define NO_VAL, NO_VAL16, JOB_SHARED_*)
 NO_VAL = 0xFFFFFFFE
 NO_VAL16 = 0xFFFE
 SHARED_CODES = {Sharing.EXCLUSIVE: 0, Sharing.OVERSUBSCRIBE: 1, Sharing.USER: 2, Sharing.MCS: 3, Sharing.TOPO: 4}

@@ -5,6 +5,7 @@
 to the structs of slurmpod_job.h and fastpath.h, so tests drive them with an ABI-mode FFI over the same
 declarations (`build_plugin.declarations`). They return `OK` only when they filled in their answer:
 anything else (an exception, or cffi's default when Python could not start) makes the C shim reject the job.
+Ref: https://cffi.readthedocs.io/en/stable/embedding.html, https://slurm.schedmd.com/job_submit_plugins.html
 """
 
 from __future__ import annotations

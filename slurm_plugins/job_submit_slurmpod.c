@@ -149,7 +149,7 @@ static void sp_record(uint64_t started)
  * write there (slurmctld's log mutex, write() to its stderr pipe, waking the reader) lengthens every other
  * submitter's wait for that lock. Calls only append their line here; one thread hands the lines to
  * slurm_log_var at most SP_LOG_FLUSH_MS later, outside the lock, and fini() writes what is left. A full
- * buffer, or no writer thread, logs in the caller as before: no line is dropped.
+ * buffer, or no writer thread, has the caller log its line itself: no line is dropped.
  * Ref: https://slurm.schedmd.com/job_submit_plugins.html (job_submit is called with the job write lock) */
 #define SP_LOG_BYTES (256 * 1024)
 #define SP_LOG_FLUSH_MS 50
