@@ -36,7 +36,7 @@ fi
 # BuildBackendWarning ("Editable installation."): that one notice is filtered, no other.
 stamp=.venv/.slurmpod-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ host/pyproject.toml -nt "$stamp" ] || \
-   [ -n "$(find slurmpod entrypoints prolog_epilog topology slurm_plugins images host -path host/build -prune -o -newer "$stamp" -name '*.py' -print -quit)" ] || \
+   [ -n "$(find slurmpod entrypoints prolog_epilog topology policy slurm_plugins images host -path host/build -prune -o -newer "$stamp" \( -name '*.py' -o -name '*.c' -o -name '*.h' \) -print -quit)" ] || \
    ! ls -d build/__editable__* host/build/__editable__* >/dev/null 2>&1; then
     PYTHONWARNINGS="ignore:Editable installation" .venv/bin/pip install -q -e '.[test]' -e ./host \
         --config-settings editable_mode=strict 2>&1 | grep -v '^WARNING: Location' || true

@@ -1,7 +1,7 @@
 """The Python side of job_submit_slurmpod.so: job_desc values in, Slurm-encoded changes out.
 
 The C shim copies the job_desc fields into plain numbers and strings and calls `PluginRuntime.decide`;
-this module turns Slurm's sentinels into None, resolves the user's name and groups, runs `engine.decide`
+this module turns Slurm's sentinels into None, resolves the user's name and groups, runs `decide.decide`
 with the current policy (re-read when the file changes: one stat() per call) and encodes the answer
 back into job_desc values. It never raises into the shim: every failure is a Decision.
 """
@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from slurmpod.errors import BadInput
-from slurmpod.slurm_plugins import engine, loader
-from slurmpod.slurm_plugins.decision import Decision, Verdict
-from slurmpod.slurm_plugins.policy import FailMode, Policy
-from slurmpod.slurm_plugins.request import JobRequest, Sharing
+from slurmpod.policy import decide, loader
+from slurmpod.policy.decision import Decision, Verdict
+from slurmpod.policy.model import FailMode, Policy
+from slurmpod.policy.request import JobRequest, Sharing
 
-# Ref: slurm/slurm.h (#define NO_VAL, NO_VAL16, JOB_SHARED_*)
+# Ref: https://github.com/SchedMD/slurm/blob/master/slurm/slurm.h (#define NO_VAL, NO_VAL16, JOB_SHARED_*)
 NO_VAL = 0xFFFFFFFE
 NO_VAL16 = 0xFFFE
 SHARED_CODES = {Sharing.EXCLUSIVE: 0, Sharing.OVERSUBSCRIBE: 1, Sharing.USER: 2, Sharing.MCS: 3, Sharing.TOPO: 4}
@@ -132,10 +132,10 @@ class PluginRuntime:
             user, groups = self.identity(uid, gid)
             req = request_from_desc(desc, user, groups)
         except Exception as exc:  # a job_desc we cannot read: the policy cannot judge it
-            return engine.failed(loaded.fail_mode, f"cannot read the job: {type(exc).__name__}: {exc}"), None
+            return decide.failed(loaded.fail_mode, f"cannot read the job: {type(exc).__name__}: {exc}"), None
         if loaded.policy is None:
-            return engine.failed(loaded.fail_mode, f"invalid policy: {loaded.error}"), req
-        return engine.decide(loaded.policy, req), req
+            return decide.failed(loaded.fail_mode, f"invalid policy: {loaded.error}"), req
+        return decide.decide(loaded.policy, req), req
 
     def identity(self, uid: int, gid: int) -> tuple[str, tuple[str, ...]]:
         now = self._clock()

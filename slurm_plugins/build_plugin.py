@@ -4,24 +4,14 @@
 
 Run it with the Python that slurmctld's plugin should embed (the image's venv: its site-packages are
 baked in so the plugin finds slurmpod). Needs cffi, setuptools, python3-dev and Slurm's public headers
-(slurm/slurm.h, slurm/slurm_errno.h, slurm/slurm_version.h: Debian's libslurm-dev). The C shim:
-- exports plugin_name, plugin_type "job_submit/slurmpod" and plugin_version = SLURM_VERSION_NUMBER
-  (slurmctld refuses a plugin whose version differs, micro included);
-- init() dlopen()s libpython with RTLD_NOW|RTLD_NOLOAD|RTLD_GLOBAL before any Python runs (without it
-  _cffi_backend fails with "undefined symbol PyExc_SystemError"), then starts Python, which loads and
-  validates the policy; init() never fails, so a bad policy cannot stop slurmctld (jobs are rejected);
-- job_submit() and job_modify() copy job_desc into a plain struct and decide it in C when they can: Python
-  compiles the loaded policy into a table (`fastpath`, `fast_c`), recompiled when a stat() of the policy
-  file (one per call, about a microsecond, so an edit takes effect on the next submission) shows it
-  changed. Whatever the table cannot answer exactly as Python would (site rules, access by group,
-  multi-node placement, odd strings) goes to Python (cffi takes the GIL per call). Either way they write
-  back only the fields the Decision sets, with Slurm's allocator (slurm_xstrdup / slurm_xfree from
-  libslurmfull); a rejection's message goes to *err_msg, which sbatch prints; the decision's log line goes
-  to slurmctld's log through slurm_log_var, written by the shim's own thread within 50 ms (sp_log), so
-  the RPC thread does not write it while it holds slurmctld's job lock;
-- times every call with clock_gettime(CLOCK_MONOTONIC) into a histogram of 1 us buckets, counts the
-  calls decided in C, and writes it as JSON (`slurm_plugins/stats.py` reads it) to $SLURMPOD_PLUGIN_STATS
-  at most once a second and at fini().
+(slurm/slurm.h, slurm/slurm_errno.h, slurm/slurm_version.h: Debian's libslurm-dev).
+
+The C is in this package's .c/.h files: job_submit_slurmpod.c (the plugin: what it enforces is in its
+header comment), fastpath.c (the built-in rules over a compiled table), slurmpod_job.h and fastpath.h
+(the structs C and Python share, given to cffi's cdef), python_api.h (the functions the embedded Python
+provides, given to cffi's embedding_api). The build lists those sources and passes the values Python owns
+(paths, env names, the identity cache's TTL) as -D macros; the embedding init code only puts the image's
+site-packages on sys.path and lets `embedded.register` bind the Python functions.
 Ref: https://slurm.schedmd.com/job_submit_plugins.html, https://cffi.readthedocs.io/en/stable/embedding.html
 """
 
@@ -33,547 +23,39 @@ import sysconfig
 from pathlib import Path
 
 from slurmpod import well_known as wk
-from slurmpod.slurm_plugins import bridge, fast_c
+from slurmpod.slurm_plugins import bridge
 
 MODULE = "_slurmpod_job_submit"
+C_DIR = Path(__file__).resolve().parent
+SOURCES = ("job_submit_slurmpod.c", "fastpath.c")
+# The structs and the fast path's entry point, for cffi's cdef (and the tests' FFIs).
+CDEF_HEADERS = ("slurmpod_job.h", "fastpath.h")
+EMBEDDING_HEADER = "python_api.h"
+COMPILE_ARGS = ("-O2", "-Wall", "-Wno-unused-function")
 
-# Shared by the C shim, the cffi declarations and the tests (slurm_plugins/embedded.py reads these).
-STRUCTS = r"""
-typedef struct {
-    uint32_t user_id, group_id, job_id, is_modify;
-    uint32_t min_nodes, max_nodes, num_tasks, time_limit, req_switch, wait4switch;
-    uint32_t segment_size, shared, requeue, warn_signal, warn_time, warn_flags;
-    const char *account, *partition, *qos, *tres_per_node, *tres_per_job, *features, *comment, *name;
-} slurmpod_req_t;
-
-typedef struct {
-    uint32_t verdict;   /* 0 accept, 1 modify, 2 reject */
-    uint32_t set;       /* SP_SET_* bits: which fields below to write into job_desc */
-    uint32_t time_limit, requeue, warn_signal, warn_time, warn_flags, req_switch, wait4switch;
-    uint32_t segment_size, shared;
-    char partition[256], qos[256], tres_per_node[1024];
-    char message[1024];
-    char log[2048];
-} slurmpod_out_t;
-"""
-
-EMBEDDING_API = r"""
-int slurmpod_py_start(const char *policy_path, char *err, size_t errlen);
-int slurmpod_py_decide(const slurmpod_req_t *req, slurmpod_out_t *out);
-int slurmpod_py_compile(slurmpod_fast_t *fast);
-"""
-
-C_SHIM = r"""
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <pwd.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/stat.h>
-#include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
-
-/* Exported by libslurmfull, which slurmctld links. Ref: src/common/xstring.c
- * (strong_alias(xstrdup, slurm_xstrdup)), src/common/xmalloc.h (xfree -> slurm_xfree(void **)),
- * src/common/log.h (log_var -> slurm_log_var, error -> slurm_error). */
-extern char *slurm_xstrdup(const char *str);
-extern void slurm_xfree(void **ptr);
-extern void slurm_log_var(const int level, const char *fmt, ...);
-extern int slurm_error(const char *fmt, ...);
-#define SP_LOG_INFO 3 /* LOG_LEVEL_INFO in log_level_t, src/common/log.h */
-
-struct job_record; /* only passed through: job_record_t is internal to slurmctld */
-
-const char plugin_name[] = "slurmpod job_submit policy (Python, cffi embedding)";
-const char plugin_type[] = "job_submit/slurmpod";
-const uint32_t plugin_version = SLURM_VERSION_NUMBER;
-
-STRUCTS_HERE
-FAST_HERE
-int slurmpod_py_start(const char *policy_path, char *err, size_t errlen);
-int slurmpod_py_decide(const slurmpod_req_t *req, slurmpod_out_t *out);
-int slurmpod_py_compile(slurmpod_fast_t *fast);
-
-#define SP_OK 0x51504F4B
-#define SP_SET_PARTITION (1u << 0)
-#define SP_SET_QOS (1u << 1)
-#define SP_SET_TIME_LIMIT (1u << 2)
-#define SP_SET_REQUEUE (1u << 3)
-#define SP_SET_WARN_SIGNAL (1u << 4)
-#define SP_SET_WARN_TIME (1u << 5)
-#define SP_SET_WARN_FLAGS (1u << 6)
-#define SP_SET_REQ_SWITCH (1u << 7)
-#define SP_SET_WAIT4SWITCH (1u << 8)
-#define SP_SET_SEGMENT_SIZE (1u << 9)
-#define SP_SET_TRES_PER_NODE (1u << 10)
-#define SP_SET_SHARED (1u << 11)
-#define SP_VERDICT_REJECT 2
-#define SP_BUCKETS 4096 /* 1 us each; the last one holds everything slower */
-
-/* Written once in init(), read-only afterwards: safe across RPC threads. */
-static char sp_policy_path[4096];
-static char sp_stats_path[4096];
-/* Call timing: atomics only. */
-static uint64_t sp_hist[SP_BUCKETS];
-static uint64_t sp_calls, sp_sum_ns, sp_max_ns, sp_last_write_ns, sp_failures, sp_fast_calls;
-/* The compiled policy: read under the read lock, swapped under the write lock; one compile at a time. */
-static slurmpod_fast_t *sp_fast;
-static pthread_rwlock_t sp_fast_lock = PTHREAD_RWLOCK_INITIALIZER;
-static pthread_mutex_t sp_compile_lock = PTHREAD_MUTEX_INITIALIZER;
-/* uid -> user name, as Python's identity cache (bridge.system_identity, SP_IDENTITY_TTL_S). */
-#define SP_UID_SLOTS 64
-static struct { uint32_t uid, used; uint64_t at_ns; char name[64]; } sp_uids[SP_UID_SLOTS];
-static pthread_mutex_t sp_uid_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static uint64_t sp_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static void sp_write_stats(void)
-{
-    char tmp[4200];
-    FILE *fp;
-    int i;
-
-    if (!sp_stats_path[0])
-        return;
-    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", sp_stats_path, (long) getpid());
-    if (!(fp = fopen(tmp, "w")))
-        return;
-    fprintf(fp, "{\"calls\": %" PRIu64 ", \"fast\": %" PRIu64 ", \"failures\": %" PRIu64 ", \"sum_ns\": %" PRIu64
-        ", \"max_ns\": %" PRIu64 ", \"bucket_us\": 1, \"buckets\": {",
-        __atomic_load_n(&sp_calls, __ATOMIC_RELAXED), __atomic_load_n(&sp_fast_calls, __ATOMIC_RELAXED),
-        __atomic_load_n(&sp_failures, __ATOMIC_RELAXED),
-        __atomic_load_n(&sp_sum_ns, __ATOMIC_RELAXED), __atomic_load_n(&sp_max_ns, __ATOMIC_RELAXED));
-    const char *sep = "";
-    for (i = 0; i < SP_BUCKETS; i++) {
-        uint64_t n = __atomic_load_n(&sp_hist[i], __ATOMIC_RELAXED);
-        if (n) {
-            fprintf(fp, "%s\"%d\": %" PRIu64, sep, i, n);
-            sep = ", ";
-        }
-    }
-    fprintf(fp, "}}\n");
-    if (fclose(fp) == 0)
-        rename(tmp, sp_stats_path);
-    else
-        unlink(tmp);
-}
-
-static void sp_record(uint64_t started)
-{
-    uint64_t now = sp_now_ns(), ns = now - started, us = ns / 1000, max, last;
-
-    __atomic_fetch_add(&sp_hist[us < SP_BUCKETS ? us : SP_BUCKETS - 1], 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&sp_calls, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&sp_sum_ns, ns, __ATOMIC_RELAXED);
-    max = __atomic_load_n(&sp_max_ns, __ATOMIC_RELAXED);
-    while (ns > max && !__atomic_compare_exchange_n(&sp_max_ns, &max, ns, false, __ATOMIC_RELAXED,
-                            __ATOMIC_RELAXED))
-        ;
-    /* At most one writer a second: whoever wins the compare-exchange (outside the timed part). */
-    last = __atomic_load_n(&sp_last_write_ns, __ATOMIC_RELAXED);
-    if (now - last > 1000000000u &&
-        __atomic_compare_exchange_n(&sp_last_write_ns, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        sp_write_stats();
-}
-
-/* The decision log. job_submit() runs in an RPC thread that holds slurmctld's job write lock, so a log
- * write there (slurmctld's log mutex, write() to its stderr pipe, waking the reader) lengthens every other
- * submitter's wait for that lock. Calls only append their line here; one thread hands the lines to
- * slurm_log_var at most SP_LOG_FLUSH_MS later, outside the lock, and fini() writes what is left. A full
- * buffer, or no writer thread, logs in the caller as before: no line is dropped.
- * Ref: https://slurm.schedmd.com/job_submit_plugins.html (job_submit is called with the job write lock) */
-#define SP_LOG_BYTES (256 * 1024)
-#define SP_LOG_FLUSH_MS 50
-static char sp_log_buf[SP_LOG_BYTES]; /* NUL-terminated lines, back to back */
-static size_t sp_log_len;
-static int sp_log_on, sp_log_stop;
-static pthread_t sp_log_thread;
-static pthread_mutex_t sp_log_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sp_log_cond = PTHREAD_COND_INITIALIZER;
-
-static void sp_log_flush(void)
-{
-    char *copy = NULL;
-    size_t len, at;
-
-    pthread_mutex_lock(&sp_log_lock);
-    len = sp_log_len;
-    if (len && (copy = malloc(len))) {
-        memcpy(copy, sp_log_buf, len);
-        sp_log_len = 0;
-    }
-    pthread_mutex_unlock(&sp_log_lock);
-    for (at = 0; copy && at < len; at += strlen(copy + at) + 1)
-        slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: %s", copy + at);
-    free(copy);
-}
-
-static void *sp_log_main(void *arg)
-{
-    struct timespec gather = {0, SP_LOG_FLUSH_MS * 1000000L};
-    int stop;
-
-    for (;;) {
-        pthread_mutex_lock(&sp_log_lock);
-        while (!sp_log_stop && !sp_log_len)
-            pthread_cond_wait(&sp_log_cond, &sp_log_lock);
-        stop = sp_log_stop;
-        pthread_mutex_unlock(&sp_log_lock);
-        if (!stop)
-            nanosleep(&gather, NULL); /* let a burst of submissions gather into one batch */
-        sp_log_flush();
-        if (stop)
-            return arg;
-    }
-}
-
-static void sp_log(const char *line)
-{
-    size_t n = strlen(line) + 1;
-    int queued = 0;
-
-    pthread_mutex_lock(&sp_log_lock);
-    if (sp_log_on && sp_log_len + n <= SP_LOG_BYTES) {
-        if (!sp_log_len)
-            pthread_cond_signal(&sp_log_cond);
-        memcpy(sp_log_buf + sp_log_len, line, n);
-        sp_log_len += n;
-        queued = 1;
-    }
-    pthread_mutex_unlock(&sp_log_lock);
-    if (!queued)
-        slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: %s", line);
-}
-
-static void sp_log_start(void)
-{
-    sigset_t all, old;
-    int rc;
-
-    pthread_mutex_lock(&sp_log_lock);
-    rc = sp_log_on;
-    sp_log_stop = 0;
-    pthread_mutex_unlock(&sp_log_lock);
-    if (rc)
-        return;
-    /* The writer takes no signal: slurmctld handles them in its own thread. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&sp_log_thread, NULL, sp_log_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc) {
-        slurm_error("job_submit/slurmpod: no log writer thread (%d): decisions are logged in the RPC", rc);
-        return;
-    }
-    pthread_mutex_lock(&sp_log_lock);
-    sp_log_on = 1;
-    pthread_mutex_unlock(&sp_log_lock);
-}
-
-static void sp_log_end(void)
-{
-    int on;
-
-    pthread_mutex_lock(&sp_log_lock);
-    on = sp_log_on;
-    sp_log_on = 0; /* from here on callers log for themselves */
-    sp_log_stop = 1;
-    pthread_cond_signal(&sp_log_cond);
-    pthread_mutex_unlock(&sp_log_lock);
-    if (on)
-        pthread_join(sp_log_thread, NULL);
-    sp_log_flush();
-}
-
-/* The policy file's identity as Python's bridge.Loaded.key has it: (st_ino, st_mtime_ns, st_size). */
-static int sp_policy_key(int64_t key[3])
-{
-    struct stat st;
-
-    if (stat(sp_policy_path, &st) != 0)
-        return 0;
-    key[0] = (int64_t) st.st_ino;
-    key[1] = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    key[2] = (int64_t) st.st_size;
-    return 1;
-}
-
-static int sp_fast_is(const slurmpod_fast_t *t, const int64_t key[3])
-{
-    return t && t->key_ino == key[0] && t->key_mtime_ns == key[1] && t->key_size == key[2];
-}
-
-/* Have Python compile the policy it has loaded now (it re-reads a changed file first) and swap it in. */
-static void sp_recompile(const int64_t key[3])
-{
-    slurmpod_fast_t *fresh, *old;
-    int current;
-
-    pthread_mutex_lock(&sp_compile_lock);
-    pthread_rwlock_rdlock(&sp_fast_lock);
-    current = key && sp_fast_is(sp_fast, key);
-    pthread_rwlock_unlock(&sp_fast_lock);
-    if (!current && (fresh = calloc(1, sizeof(*fresh)))) {
-        if (slurmpod_py_compile(fresh) == SP_OK) {
-            if (fresh->ok)
-                slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: policy compiled, its built-in rules run in C");
-            else
-                slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: every job is decided in Python: %s", fresh->why);
-            pthread_rwlock_wrlock(&sp_fast_lock);
-            old = sp_fast;
-            sp_fast = fresh;
-            pthread_rwlock_unlock(&sp_fast_lock);
-            free(old);
-        } else {
-            free(fresh);
-        }
-    }
-    pthread_mutex_unlock(&sp_compile_lock);
-}
-
-static void sp_fast_drop(void)
-{
-    slurmpod_fast_t *old;
-
-    pthread_rwlock_wrlock(&sp_fast_lock);
-    old = sp_fast;
-    sp_fast = NULL;
-    pthread_rwlock_unlock(&sp_fast_lock);
-    free(old);
-}
-
-/* The user's name, or the uid in decimal when NSS has none (bridge.system_identity); 0: ask Python. */
-static int sp_user_name(uint32_t uid, char *name, size_t len)
-{
-    struct passwd pw, *found = NULL;
-    char buf[4096];
-    uint64_t now = sp_now_ns();
-    int hit, rc;
-
-    pthread_mutex_lock(&sp_uid_lock);
-    hit = sp_uids[uid % SP_UID_SLOTS].used && sp_uids[uid % SP_UID_SLOTS].uid == uid &&
-          now - sp_uids[uid % SP_UID_SLOTS].at_ns < SP_IDENTITY_TTL_S * 1000000000ull;
-    if (hit)
-        snprintf(name, len, "%s", sp_uids[uid % SP_UID_SLOTS].name);
-    pthread_mutex_unlock(&sp_uid_lock);
-    if (hit)
-        return 1;
-    rc = getpwuid_r(uid, &pw, buf, sizeof(buf), &found);
-    if (rc == 0 && found && found->pw_name[0] && strlen(found->pw_name) < len &&
-        strlen(found->pw_name) < sizeof(sp_uids[0].name))
-        snprintf(name, len, "%s", found->pw_name);
-    else if (rc == 0 && !found)
-        snprintf(name, len, "%u", uid);
-    else
-        return 0;
-    pthread_mutex_lock(&sp_uid_lock);
-    sp_uids[uid % SP_UID_SLOTS].uid = uid;
-    sp_uids[uid % SP_UID_SLOTS].used = 1;
-    sp_uids[uid % SP_UID_SLOTS].at_ns = now;
-    snprintf(sp_uids[uid % SP_UID_SLOTS].name, sizeof(sp_uids[0].name), "%s", name);
-    pthread_mutex_unlock(&sp_uid_lock);
-    return 1;
-}
-
-/* 1: decided in C from the compiled policy (fresh for the file as it is now); 0: ask Python. */
-static int sp_fast_try(const slurmpod_req_t *req, slurmpod_out_t *out)
-{
-    int64_t key[3];
-    char user[64];
-    int fresh, done = 0;
-
-    if (!sp_policy_key(key))
-        return 0; /* unreadable: Python says why */
-    pthread_rwlock_rdlock(&sp_fast_lock);
-    fresh = sp_fast_is(sp_fast, key);
-    pthread_rwlock_unlock(&sp_fast_lock);
-    if (!fresh)
-        sp_recompile(key);
-    if (!sp_user_name(req->user_id, user, sizeof(user)))
-        return 0;
-    pthread_rwlock_rdlock(&sp_fast_lock);
-    if (sp_fast_is(sp_fast, key) && sp_fast->ok)
-        done = slurmpod_fast_decide(sp_fast, req, user, out);
-    pthread_rwlock_unlock(&sp_fast_lock);
-    return done;
-}
-
-extern int init(void)
-{
-    char err[1024] = "";
-    const char *env;
-    void *py;
-    Dl_info self;
-
-    /* Promote the libpython this plugin links to RTLD_GLOBAL, so Python's own extension modules
-     * (_cffi_backend) resolve its symbols. Must happen before any Python runs. */
-    py = dlopen(SP_LIBPYTHON, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
-    if (!py)
-        slurm_error("job_submit/slurmpod: dlopen(%s): %s", SP_LIBPYTHON, dlerror());
-    /* Pin this plugin: Python keeps pointers into it (the extern "Python" functions), and an
-     * initialized interpreter cannot be unloaded, so a dlclose() at fini must not unmap it. */
-    if (dladdr((void *) &init, &self) && self.dli_fname &&
-        !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
-        slurm_error("job_submit/slurmpod: dlopen(%s, RTLD_NODELETE): %s", self.dli_fname, dlerror());
-    env = getenv("SP_ENV_POLICY");
-    snprintf(sp_policy_path, sizeof(sp_policy_path), "%s", (env && env[0]) ? env : SP_POLICY_FILE);
-    env = getenv("SP_ENV_STATS");
-    snprintf(sp_stats_path, sizeof(sp_stats_path), "%s", (env && env[0]) ? env : SP_STATS_FILE);
-    sp_last_write_ns = sp_now_ns();
-    sp_log_start();
-    sp_fast_drop(); /* an in-process reconfigure: compile again from the policy this init() loads */
-    if (slurmpod_py_start(sp_policy_path, err, sizeof(err)) != SP_OK) {
-        slurm_error("job_submit/slurmpod: Python did not start; every job will be rejected");
-        return SLURM_SUCCESS;
-    }
-    if (err[0])
-        slurm_error("job_submit/slurmpod: %s", err);
-    else
-        slurm_log_var(SP_LOG_INFO, "job_submit/slurmpod: policy %s loaded", sp_policy_path);
-    sp_recompile(NULL);
-    return SLURM_SUCCESS; /* never stop slurmctld over the policy: jobs are rejected instead */
-}
-
-extern int fini(void)
-{
-    sp_log_end();
-    sp_write_stats();
-    return SLURM_SUCCESS;
-}
-
-static void sp_set_str(char **field, const char *value)
-{
-    slurm_xfree((void **) field);
-    *field = slurm_xstrdup(value);
-}
-
-static uint32_t sp_job_id(const job_desc_msg_t *d)
-{
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 11, 0)
-    return d->step_id.job_id; /* 25.11 replaced job_desc.job_id by step_id */
-#else
-    return d->job_id;
-#endif
-}
-
-static int sp_call(job_desc_msg_t *d, bool modify, char **err_msg)
-{
-    uint64_t started = sp_now_ns();
-    slurmpod_req_t req = {
-        .user_id = d->user_id, .group_id = d->group_id, .job_id = sp_job_id(d), .is_modify = modify,
-        .min_nodes = d->min_nodes, .max_nodes = d->max_nodes, .num_tasks = d->num_tasks,
-        .time_limit = d->time_limit, .req_switch = d->req_switch, .wait4switch = d->wait4switch,
-        .segment_size = d->segment_size, .shared = d->shared, .requeue = d->requeue,
-        .warn_signal = d->warn_signal, .warn_time = d->warn_time, .warn_flags = d->warn_flags,
-        .account = d->account, .partition = d->partition, .qos = d->qos,
-        .tres_per_node = d->tres_per_node, .tres_per_job = d->tres_per_job, .features = d->features,
-        .comment = d->comment, .name = d->name,
-    };
-    slurmpod_out_t out;
-    int rc = SLURM_SUCCESS;
-
-    memset(&out, 0, sizeof(out));
-    if (sp_fast_try(&req, &out)) {
-        __atomic_fetch_add(&sp_fast_calls, 1, __ATOMIC_RELAXED);
-    } else {
-        memset(&out, 0, sizeof(out)); /* the fast path may have begun an answer it then left to Python */
-        rc = slurmpod_py_decide(&req, &out) == SP_OK ? SLURM_SUCCESS : SLURM_ERROR;
-    }
-    if (rc != SLURM_SUCCESS) {
-        __atomic_fetch_add(&sp_failures, 1, __ATOMIC_RELAXED);
-        slurm_error("job_submit/slurmpod: the policy engine failed for a job of uid %u", d->user_id);
-        if (err_msg)
-            *err_msg = slurm_xstrdup("rejected by cluster policy: the policy engine failed (see slurmctld log)");
-        sp_record(started);
-        return SLURM_ERROR;
-    }
-    if (out.verdict == SP_VERDICT_REJECT) {
-        rc = SLURM_ERROR;
-    } else {
-        if (out.set & SP_SET_PARTITION) sp_set_str(&d->partition, out.partition);
-        if (out.set & SP_SET_QOS) sp_set_str(&d->qos, out.qos);
-        if (out.set & SP_SET_TRES_PER_NODE) sp_set_str(&d->tres_per_node, out.tres_per_node);
-        if (out.set & SP_SET_TIME_LIMIT) d->time_limit = out.time_limit;
-        if (out.set & SP_SET_REQUEUE) d->requeue = (uint16_t) out.requeue;
-        if (out.set & SP_SET_WARN_SIGNAL) d->warn_signal = (uint16_t) out.warn_signal;
-        if (out.set & SP_SET_WARN_TIME) d->warn_time = (uint16_t) out.warn_time;
-        if (out.set & SP_SET_WARN_FLAGS) d->warn_flags = (uint16_t) out.warn_flags;
-        if (out.set & SP_SET_REQ_SWITCH) d->req_switch = out.req_switch;
-        if (out.set & SP_SET_WAIT4SWITCH) d->wait4switch = out.wait4switch;
-        if (out.set & SP_SET_SEGMENT_SIZE) d->segment_size = (uint16_t) out.segment_size;
-        if (out.set & SP_SET_SHARED) d->shared = (uint16_t) out.shared;
-    }
-    if (err_msg && out.message[0])
-        *err_msg = slurm_xstrdup(out.message);
-    sp_record(started);
-    sp_log(out.log);
-    return rc;
-}
-
-extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
-{
-    (void) submit_uid;
-    return sp_call(job_desc, false, err_msg);
-}
-
-extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid,
-              char **err_msg)
-{
-    (void) job_ptr;
-    (void) submit_uid;
-    return sp_call(job_desc, true, err_msg);
-}
-"""
-
-INIT_CODE = r"""
+INIT_CODE = """\
 import site
 for _dir in SITE_DIRS:
     site.addsitedir(_dir)
 from _slurmpod_job_submit import ffi
 from slurmpod.slurm_plugins import embedded
-
-
-@ffi.def_extern(error=-1)
-def slurmpod_py_start(path, err, errlen):
-    return embedded.start(ffi, path, err, errlen)
-
-
-@ffi.def_extern(error=-1)
-def slurmpod_py_decide(req, out):
-    return embedded.decide(ffi, req, out)
-
-
-@ffi.def_extern(error=-1)
-def slurmpod_py_compile(fast):
-    return embedded.compile_fast(ffi, fast)
+embedded.register(ffi)
 """
 
 
-def c_source(libpython: str) -> str:
-    """The shim with its compile-time constants filled in (paths and env names from well_known)."""
-    defines = "".join(f'#define {name} "{value}"\n' for name, value in (
-        ("SP_LIBPYTHON", libpython), ("SP_POLICY_FILE", wk.POLICY_FILE), ("SP_STATS_FILE", wk.PLUGIN_STATS_FILE)))
-    defines += f"#define SP_IDENTITY_TTL_S {int(bridge.IDENTITY_TTL_S)}ull\n"
-    body = C_SHIM.replace("STRUCTS_HERE", STRUCTS).replace("FAST_HERE", fast_c.FAST_STRUCTS + fast_c.FAST_C)
-    body = body.replace('getenv("SP_ENV_POLICY")', f'getenv("{wk.ENV_POLICY}")')
-    body = body.replace('getenv("SP_ENV_STATS")', f'getenv("{wk.ENV_PLUGIN_STATS}")')
-    return defines + body
+def declarations(*headers: str) -> str:
+    """The headers' C declarations without their preprocessor lines, which cffi's cdef does not read
+    (include guards, #include, and the bit macros, whose Python twins live in embedded)."""
+    text = "".join((C_DIR / name).read_text(encoding="utf-8") for name in headers)
+    return "".join(line for line in text.splitlines(keepends=True) if not line.lstrip().startswith("#"))
+
+
+def macros(libpython: str) -> list[tuple[str, str]]:
+    """The -D values job_submit_slurmpod.c is compiled with: names Python owns, in one place each."""
+    strings = (("SP_LIBPYTHON", libpython), ("SP_POLICY_FILE", wk.POLICY_FILE), ("SP_STATS_FILE", wk.PLUGIN_STATS_FILE),
+               ("SP_ENV_POLICY", wk.ENV_POLICY), ("SP_ENV_STATS", wk.ENV_PLUGIN_STATS))
+    ttl = ("SP_IDENTITY_TTL_S", f"{int(bridge.IDENTITY_TTL_S)}ull")  # seconds, as bridge.IDENTITY_TTL_S
+    return [(name, f'"{value}"') for name, value in strings] + [ttl]
 
 
 def init_code(site_dirs: list[str]) -> str:
@@ -590,12 +72,13 @@ def build(out: Path, include_dirs: list[str], site_dirs: list[str], verbose: boo
     import cffi  # noqa: PLC0415 - a build-time dependency only
 
     ffi = cffi.FFI()
-    ffi.cdef(STRUCTS + fast_c.FAST_STRUCTS)
-    ffi.embedding_api(EMBEDDING_API)
+    ffi.cdef(declarations(*CDEF_HEADERS))
+    ffi.embedding_api(declarations(EMBEDDING_HEADER))
     ffi.embedding_init_code(init_code(site_dirs))
-    includes = [str(Path(d).resolve()) for d in include_dirs]  # cffi compiles from inside ``out``
-    ffi.set_source(MODULE, c_source(libpython_soname()), include_dirs=includes, libraries=["dl"],
-                   extra_compile_args=["-O2", "-Wall", "-Wno-unused-function"])
+    includes = [str(C_DIR), *(str(Path(d).resolve()) for d in include_dirs)]  # cffi compiles from inside ``out``
+    ffi.set_source(MODULE, f'#include "{EMBEDDING_HEADER}"\n', sources=[str(C_DIR / s) for s in SOURCES],
+                   include_dirs=includes, define_macros=macros(libpython_soname()), libraries=["dl"],
+                   extra_compile_args=list(COMPILE_ARGS))
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     built = ffi.compile(tmpdir=str(out), target=wk.PLUGIN_FILE.replace(".so", ".*"), verbose=verbose)

@@ -1,10 +1,11 @@
-"""Inside slurmctld: the two functions job_submit_slurmpod.so calls through cffi's embedding API.
+"""Inside slurmctld: the Python functions job_submit_slurmpod.so calls through cffi's embedding API.
 
-`build_plugin` puts a few lines of init code into the plugin that import this module and register
-`start` and `decide` as the plugin's extern "Python" functions. Both take the cffi ``ffi`` and raw
-pointers to the C structs declared in `build_plugin.CDEF`, so tests drive them with an ABI-mode FFI
-over the same declarations. They return `OK` only when they filled in their answer: anything else (an
-exception, or cffi's default 0 when Python could not start) makes the C shim reject the job.
+`build_plugin`'s init code imports this module and calls `register`, which binds `start`, `decide` and
+`compile_fast` to the C functions declared in python_api.h. They take the cffi ``ffi`` and raw pointers
+to the structs of slurmpod_job.h and fastpath.h, so tests drive them with an ABI-mode FFI over the same
+declarations (`build_plugin.declarations`). They return `OK` only when they filled in their answer:
+anything else (an exception, or cffi's default when Python could not start) makes the C shim reject the job.
+Ref: https://cffi.readthedocs.io/en/stable/embedding.html, https://slurm.schedmd.com/job_submit_plugins.html
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
-from slurmpod.slurm_plugins import bridge, engine, fastpath
-from slurmpod.slurm_plugins.decision import Decision
-from slurmpod.slurm_plugins.policy import FailMode
+from slurmpod.policy.decide import failed
+from slurmpod.policy.decision import Decision
+from slurmpod.policy.model import FailMode
+from slurmpod.slurm_plugins import bridge, fastpath
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +25,7 @@ OK = 0x51504F4B  # "QPOK": the answer in *out is valid
 STR_IN = ("account", "partition", "qos", "tres_per_node", "tres_per_job", "features", "comment", "name")
 NUM_IN = ("user_id", "group_id", "job_id", "is_modify", "min_nodes", "max_nodes", "num_tasks", "time_limit",
           "req_switch", "wait4switch", "segment_size", "shared", "requeue", "warn_signal", "warn_time", "warn_flags")
-# Which job_desc field the shim writes back: one bit each in out->set (SP_SET_* in the C shim).
+# Which job_desc field the shim writes back: one bit each in out->set (SP_SET_* in slurmpod_job.h).
 SET_BITS = {"partition": 1 << 0, "qos": 1 << 1, "time_limit": 1 << 2, "requeue": 1 << 3, "warn_signal": 1 << 4,
             "warn_time": 1 << 5, "warn_flags": 1 << 6, "req_switch": 1 << 7, "wait4switch": 1 << 8,
             "segment_size": 1 << 9, "tres_per_node": 1 << 10, "shared": 1 << 11}
@@ -40,6 +42,13 @@ class _State:
     runtime: bridge.PluginRuntime | None = None
     memo: ClassVar[dict[tuple[object, ...], bytes]] = {}
     memo_for: ClassVar[object] = None  # the bridge.Loaded the memo's answers came from
+
+
+def register(ffi: Any) -> None:
+    """Bind the plugin's extern "Python" functions (python_api.h) to this module; error=-1 on a raise."""
+    ffi.def_extern(name="slurmpod_py_start", error=-1)(lambda path, err, errlen: start(ffi, path, err, errlen))
+    ffi.def_extern(name="slurmpod_py_decide", error=-1)(lambda req, out: decide(ffi, req, out))
+    ffi.def_extern(name="slurmpod_py_compile", error=-1)(lambda fast: compile_fast(ffi, fast))
 
 
 def start(ffi: Any, path: Any, err: Any, errlen: int) -> int:
@@ -104,7 +113,7 @@ def _decide(ffi: Any, runtime: bridge.PluginRuntime, req: Any, out: Any, loaded:
     values = bridge.encode(decision)
     too_long = [k for k in STR_OUT if k in values and len(str(values[k]).encode()) >= len(getattr(out, k))]
     if too_long:
-        decision = engine.failed(loaded.fail_mode, f"value for {too_long[0]} too long for the plugin")
+        decision = failed(loaded.fail_mode, f"value for {too_long[0]} too long for the plugin")
         values = bridge.encode(decision)
     _fill(ffi, out, decision, values)
     line = bridge.log_line(job, decision) if job is not None else f"verdict={decision.verdict.value} " \

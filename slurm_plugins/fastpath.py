@@ -1,4 +1,4 @@
-"""Compile a loaded `Policy` into the table the plugin's C fast path reads (`fast_c.FAST_STRUCTS`).
+"""Compile a loaded `Policy` into the table the plugin's C fast path reads (slurmpod_fast_t, fastpath.h).
 
 `plan` is pure: it returns a `FastPlan`, or why the policy must be decided in Python for every call
 (site rules, which may be impure, or a policy larger than the table). The constant notes are formatted
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from slurmpod.slurm_plugins import tier_rules
-from slurmpod.slurm_plugins.policy import OverTime, Policy, SignalTarget, TopologyKind
+from slurmpod.policy import tier_rules
+from slurmpod.policy.model import OverTime, Policy, SignalTarget, TopologyKind
 
-# Sizes of slurmpod_fast_t's fields (fast_c.FAST_STRUCTS), NUL included.
+# Sizes of slurmpod_fast_t's fields (fastpath.h), NUL included.
 MAX_TIERS = 8
 NAME_SIZE = 64
 LIST_SIZE = 512

@@ -258,7 +258,7 @@ def _policy_commands(sub: Any, t: Twins) -> None:
     check = psub.add_parser("check", help="print the decision for one job as JSON (exit 0 accept/modify, 1 reject)")
     _opt(check, t, "--policy", env=wk.ENV_POLICY, default=wk.POLICY_FILE, help="the policy YAML")
     _opt(check, t, "--job", env="SLURMPOD_POLICY_JOB", required=True, help="the job as JSON (a file, or - for stdin)")
-    check.set_defaults(handler=_lazy("slurmpod.slurm_plugins.check_cli"))
+    check.set_defaults(handler=_lazy("slurmpod.policy.check_cli"))
 
 
 def _health_commands(sub: Any, t: Twins) -> None:

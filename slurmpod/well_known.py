@@ -219,7 +219,7 @@ ENV_KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"
 ENV_KUBERNETES_SERVICE_PORT = "KUBERNETES_SERVICE_PORT"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # token, ca.crt, namespace
 
-# --- job_submit policy and plugin (slurmpod.slurm_plugins; issue 8) ---
+# --- job_submit policy and plugin (slurmpod.policy, slurmpod.slurm_plugins) ---
 # The policy YAML slurmctld's job_submit/slurmpod plugin reads: the chart's `policy` ConfigMap (ConfigMap
 # `policy`) mounted on the controller; SLURMPOD_POLICY (set in the controller's env) overrides the path.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_JobSubmitPlugins

@@ -32,9 +32,9 @@ from slurmpod_host.bench.report import Figure, Report
 from slurmpod_host.cluster import runtime
 
 SETUPS = ("none", "lua", "slurmpod")  # entrypoints.cluster_spec.Policy
-CLIENTS, JOBS = 4, 1000  # issue 8: 4 parallel clients, 1000 held jobs
-SUBMIT_FLOOR_RATIO = 1.10  # issue 8: median submit time with slurmpod at most 1.10x no plugin, <= lua
-PLUGIN_P50_FLOOR_US = 100  # issue 8: at most 100 us p50 inside the plugin, default policy
+CLIENTS, JOBS = 4, 1000  # 4 parallel clients, 1000 held jobs
+SUBMIT_FLOOR_RATIO = 1.10  # floor: median submit time with slurmpod at most 1.10x no plugin, <= lua
+PLUGIN_P50_FLOOR_US = 100  # floor: at most 100 us p50 inside the plugin, default policy
 SLURM_CONF = f"{wk.SLURM_ETC}/slurm.conf"
 LUA_SCRIPT = Path(__file__).resolve().parent / "policy_lua" / "job_submit.lua"
 # 15 trials x 1000 jobs outrun the default MaxJobCount (10000) while finished jobs wait MinJobAge (300 s)

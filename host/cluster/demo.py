@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError
-from slurmpod.slurm_plugins.decision import Verdict
+from slurmpod.policy.decision import Verdict
 from slurmpod_host.cluster import cli, jobs, runtime
 from slurmpod_host.images import build
 

@@ -8,9 +8,9 @@ from typing import Any
 import paths
 import yaml
 
-from slurmpod.slurm_plugins import loader
-from slurmpod.slurm_plugins.policy import Policy
-from slurmpod.slurm_plugins.request import JobRequest
+from slurmpod.policy import loader
+from slurmpod.policy.model import Policy
+from slurmpod.policy.request import JobRequest
 
 # The chart's default output; its `slurmpod-policy` ConfigMap holds the shipped policy.
 DEPLOY_POLICY = paths.REPO / "deploy" / "kubernetes" / "slurmpod.yaml"

@@ -9,8 +9,8 @@ import yaml
 from policykit import default_policy
 
 from slurmpod.errors import BadInput
-from slurmpod.slurm_plugins import loader
-from slurmpod.slurm_plugins.policy import FailMode, Oversize, SignalTarget, TopologyKind
+from slurmpod.policy import loader
+from slurmpod.policy.model import FailMode, Oversize, SignalTarget, TopologyKind
 
 
 def test_the_shipped_default_policy_loads() -> None:

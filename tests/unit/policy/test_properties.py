@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from policykit import BLOCK, TREE, default_policy, policy
 
 from slurmpod.errors import BadInput
-from slurmpod.slurm_plugins import engine, loader, request
-from slurmpod.slurm_plugins.decision import REJECT_PREFIX, Decision, Verdict
-from slurmpod.slurm_plugins.policy import Policy
-from slurmpod.slurm_plugins.request import TIME_INFINITE, JobRequest, Sharing
+from slurmpod.policy import decide, loader, request
+from slurmpod.policy.decision import REJECT_PREFIX, Decision, Verdict
+from slurmpod.policy.model import Policy
+from slurmpod.policy.request import TIME_INFINITE, JobRequest, Sharing
 
 WHOLE = "topology: {plugin: block, groupSize: 4, wholeNodeGpus: 8, oversize: reject}\n" \
         "tiers: [{name: p, partitions: [preempt], requeue: true, maxTimeMinutes: 60, overTime: clamp,\n" \
@@ -52,7 +52,7 @@ def _valid(d: Decision) -> None:
 @settings(max_examples=300, deadline=None)
 @given(job=jobs, which=st.integers(0, len(POLICIES) - 1))
 def test_any_job_gets_a_valid_decision(job: JobRequest, which: int) -> None:
-    _valid(engine.decide(POLICIES[which], job))
+    _valid(decide.decide(POLICIES[which], job))
 
 
 @settings(max_examples=200, deadline=None)
@@ -60,12 +60,12 @@ def test_any_job_gets_a_valid_decision(job: JobRequest, which: int) -> None:
 def test_decide_is_idempotent_on_its_own_changes(job: JobRequest) -> None:
     """A modified job, submitted again with the changes applied, is accepted as is (job_modify stays quiet)."""
     p = POLICIES[3]
-    first = engine.decide(p, job)
+    first = decide.decide(p, job)
     if first.verdict is not Verdict.MODIFY:
         return
     doc = request.to_mapping(job)
     doc.update(first.changes.as_dict())
-    again = engine.decide(p, request.from_mapping(doc))
+    again = decide.decide(p, request.from_mapping(doc))
     assert again.verdict is Verdict.ACCEPT, (first, again)
 
 

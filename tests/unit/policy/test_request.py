@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from slurmpod.errors import BadInput
-from slurmpod.slurm_plugins import request
-from slurmpod.slurm_plugins.request import JobRequest, Sharing
+from slurmpod.policy import request
+from slurmpod.policy.request import JobRequest, Sharing
 
 
 @pytest.mark.parametrize(("tres", "count", "kind"), [

@@ -8,9 +8,9 @@ import pytest
 from policykit import BLOCK, TREE, default_policy, job, policy
 
 from slurmpod import well_known as wk
-from slurmpod.slurm_plugins import engine
-from slurmpod.slurm_plugins.decision import Verdict
-from slurmpod.slurm_plugins.request import TIME_INFINITE, Sharing
+from slurmpod.policy import decide
+from slurmpod.policy.decision import Verdict
+from slurmpod.policy.request import TIME_INFINITE, Sharing
 
 TIERS = """
 tiers:
@@ -46,7 +46,7 @@ cpuOnlyPartitions: [cpu]
         "default-tier", "unset-time-gets-cap", "high-refused", "high-user", "high-group", "high-account",
         "any-listed-partition", "gpu-in-cpu-only", "cpu-job-in-cpu", "unknown-partition-default-tier"])
 def test_tier_rules(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any], words: str) -> None:
-    d = engine.decide(policy(TIERS), job(**kw))
+    d = decide.decide(policy(TIERS), job(**kw))
     assert d.verdict is verdict, d
     assert d.changes.as_dict() == changes
     assert words in d.message
@@ -79,7 +79,7 @@ def test_tier_rules(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any
         "tree-fits", "tree-oversize-rejected", "user-switches-kept", "oversize-allowed",
         "cpu-jobs-too", "cpu-job-oversize-names-no-gpus"])
 def test_topology_rules(text: str, kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any], words: str) -> None:
-    d = engine.decide(policy(text), job(**kw))
+    d = decide.decide(policy(text), job(**kw))
     assert d.verdict is verdict, d
     assert d.changes.as_dict() == changes
     assert words in d.message
@@ -104,7 +104,7 @@ WHOLE = "topology: {plugin: block, groupSize: 4, wholeNodeGpus: 8, optOut: {user
         "opt-out-refused"])
 def test_whole_node_gpus_and_opt_out(kw: dict[str, Any], verdict: Verdict, changes: dict[str, Any],
                                      words: str) -> None:
-    d = engine.decide(policy(WHOLE), job(**kw))
+    d = decide.decide(policy(WHOLE), job(**kw))
     assert d.verdict is verdict, d
     assert d.changes.as_dict() == changes
     assert words in d.message
@@ -112,9 +112,9 @@ def test_whole_node_gpus_and_opt_out(kw: dict[str, Any], verdict: Verdict, chang
 
 def test_default_policy_answers_the_three_demo_jobs() -> None:
     p = default_policy()
-    assert engine.decide(p, job(partition="main", time_limit=10)).verdict is Verdict.ACCEPT
-    assert engine.decide(p, job(partition="preempt", time_limit=10)).verdict is Verdict.MODIFY
-    rejected = engine.decide(p, job(partition="cpu", tres_per_job="gres/gpu:1"))
+    assert decide.decide(p, job(partition="main", time_limit=10)).verdict is Verdict.ACCEPT
+    assert decide.decide(p, job(partition="preempt", time_limit=10)).verdict is Verdict.MODIFY
+    rejected = decide.decide(p, job(partition="cpu", tres_per_job="gres/gpu:1"))
     assert rejected.verdict is Verdict.REJECT and "no GPUs" in rejected.message
 
 
@@ -125,6 +125,6 @@ def test_default_policy_answers_the_three_demo_jobs() -> None:
     ({"partition": "high"}, Verdict.REJECT),
 ], ids=["unrelated-field", "no-fill-ins", "named-over-cap", "named-tier-refused"])
 def test_job_modify_refuses_what_it_names_and_fills_in_nothing(kw: dict[str, Any], verdict: Verdict) -> None:
-    d = engine.decide(policy(TIERS), job(is_modify=True, **kw))
+    d = decide.decide(policy(TIERS), job(is_modify=True, **kw))
     assert d.verdict is verdict, d
     assert not d.changes

@@ -1,7 +1,7 @@
 """The plugin's Python side, driven through the same C structs the shim passes (cffi, ABI mode).
 
 These run `embedded.start` / `embedded.decide` exactly as the compiled plugin calls them, with the
-struct declarations from build_plugin, so a field the shim and Python disagree on fails here.
+struct declarations of slurmpod_job.h and fastpath.h, so a field the shim and Python disagree on fails here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import cffi
 import pytest
 from policykit import default_policy_text
 
-from slurmpod.slurm_plugins import bridge, build_plugin, embedded, engine
+from slurmpod.policy import decide
+from slurmpod.slurm_plugins import bridge, build_plugin, embedded
 
 NO_VAL, NO_VAL16 = 0xFFFFFFFE, 0xFFFE
 
@@ -23,7 +24,7 @@ NO_VAL, NO_VAL16 = 0xFFFFFFFE, 0xFFFE
 @pytest.fixture
 def ffi() -> cffi.FFI:
     f = cffi.FFI()
-    f.cdef(build_plugin.STRUCTS)
+    f.cdef(build_plugin.declarations(*build_plugin.CDEF_HEADERS))
     return f
 
 
@@ -120,15 +121,15 @@ def test_a_value_too_long_for_the_shim_is_refused(ffi: cffi.FFI, tmp_path: Path)
 
 
 @pytest.fixture
-def engine_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def decide_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = engine.decide
+    real = decide.decide
 
     def counting(policy: Any, req: Any) -> Any:
         calls.append(1)
         return real(policy, req)
 
-    monkeypatch.setattr(engine, "decide", counting)
+    monkeypatch.setattr(decide, "decide", counting)
     return calls
 
 
@@ -136,34 +137,34 @@ def _raw(ffi: cffi.FFI, out: Any) -> bytes:
     return bytes(ffi.buffer(out))
 
 
-def test_an_identical_submission_reuses_the_answer(ffi: cffi.FFI, policy_file: Path, engine_calls: list[int]) -> None:
+def test_an_identical_submission_reuses_the_answer(ffi: cffi.FFI, policy_file: Path, decide_calls: list[int]) -> None:
     _start(ffi, policy_file)
     first = _raw(ffi, _decide(ffi, partition="preempt", time_limit=30, name="sweep"))
     again = _raw(ffi, _decide(ffi, partition="preempt", time_limit=30, name="sweep"))
-    assert first == again and len(engine_calls) == 1
+    assert first == again and len(decide_calls) == 1
     _decide(ffi, partition="preempt", time_limit=31, name="sweep")  # any field differs: decided afresh
     _decide(ffi, partition="preempt", time_limit=30, name="sweep", comment="x")
-    assert len(engine_calls) == 3
+    assert len(decide_calls) == 3
 
 
 def test_a_changed_policy_is_not_answered_from_memory(ffi: cffi.FFI, policy_file: Path,
-                                                      engine_calls: list[int]) -> None:
+                                                      decide_calls: list[int]) -> None:
     _start(ffi, policy_file)
     assert _decide(ffi, partition="main", tres_per_node="gres/gpu:1").verdict == 0
     policy_file.write_text("cpuOnlyPartitions: [main]\n", encoding="utf-8")
     os.utime(policy_file, ns=(1, 1))
     assert _decide(ffi, partition="main", tres_per_node="gres/gpu:1").verdict == 2
-    assert len(engine_calls) == 2
+    assert len(decide_calls) == 2
 
 
-def test_site_rules_are_asked_every_time(ffi: cffi.FFI, tmp_path: Path, engine_calls: list[int]) -> None:
+def test_site_rules_are_asked_every_time(ffi: cffi.FFI, tmp_path: Path, decide_calls: list[int]) -> None:
     (tmp_path / "rules.py").write_text("def rule(job, decision):\n    return None\n", encoding="utf-8")
     path = tmp_path / "policy.yaml"
     path.write_text("rules: [{file: rules.py, function: rule}]\n", encoding="utf-8")
     _start(ffi, path)
     for _ in range(3):
         assert _decide(ffi, partition="main").verdict == 0
-    assert len(engine_calls) == 3  # a site rule may be impure (a quota service): never remembered
+    assert len(decide_calls) == 3  # a site rule may be impure (a quota service): never remembered
     embedded._State.runtime = None
 
 

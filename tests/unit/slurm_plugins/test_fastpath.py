@@ -1,7 +1,7 @@
 """The plugin's C fast path against the Python policy: every answer C gives is Python's, byte for byte.
 
-The C evaluator (`fast_c.FAST_C`) is compiled on its own here with cffi's API mode, over the same struct
-declarations the plugin uses; the Python side is `embedded._decide`, what the plugin calls when C declines.
+The C evaluator (slurm_plugins/fastpath.c) is compiled on its own here with cffi's API mode, over the same
+struct declarations the plugin uses; the Python side is `embedded._decide`, what the plugin calls when C declines.
 Hypothesis draws policies (tiers, access, caps, grace signals, cpu-only partitions, topology) and requests
 (sentinels, odd partition lists, GPU TRES strings, quotes and non-ASCII) and compares the whole out struct.
 """
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from policykit import default_policy_text
 
-from slurmpod.slurm_plugins import bridge, build_plugin, embedded, fast_c, fastpath
+from slurmpod.slurm_plugins import bridge, build_plugin, embedded, fastpath
 
 NO_VAL, NO_VAL16, INFINITE = 0xFFFFFFFE, 0xFFFE, 0xFFFFFFFF
 USERS = {1000: ("alice", ("users",)), 1001: ("bob", ("admins", "users")), 1002: ("o'hara", ())}
@@ -34,9 +34,9 @@ def fast(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.fail("a C compiler is needed to build the fast path (bootstrap-host.sh installs gcc)")
     out = tmp_path_factory.mktemp("fastpath")
     ffi = cffi.FFI()
-    ffi.cdef(build_plugin.STRUCTS + fast_c.FAST_STRUCTS + fast_c.FAST_API)
-    ffi.set_source("_slurmpod_fast_test", "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n"
-                   + build_plugin.STRUCTS + fast_c.FAST_STRUCTS + fast_c.FAST_C,
+    ffi.cdef(build_plugin.declarations(*build_plugin.CDEF_HEADERS))
+    ffi.set_source("_slurmpod_fast_test", '#include "fastpath.h"\n', sources=[str(build_plugin.C_DIR / "fastpath.c")],
+                   include_dirs=[str(build_plugin.C_DIR)],
                    extra_compile_args=["-O2", "-Wall", "-Werror", "-Wno-unused-function"])
     ffi.compile(tmpdir=str(out))
     sys.path.insert(0, str(out))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import policykit
 import pytest
 
-from slurmpod.slurm_plugins import engine
-from slurmpod.slurm_plugins.request import JobRequest
+from slurmpod.policy import decide
+from slurmpod.policy.request import JobRequest
 from slurmpod_host.cluster import demo, jobs
 
 # The JobRequest slurmctld's plugin builds from each case's sbatch options (time in minutes).
@@ -20,7 +20,7 @@ REQUESTS = {
 @pytest.mark.parametrize("case", demo.POLICY_CASES, ids=[c.verdict.value for c in demo.POLICY_CASES])
 def test_shipped_policy_answers_the_demo_cases(case: demo.PolicyCase) -> None:
     req: JobRequest = REQUESTS[" ".join(case.argv)]
-    decision = engine.decide(policykit.default_policy(), req)
+    decision = decide.decide(policykit.default_policy(), req)
     assert decision.verdict is case.verdict, decision
     if case.verdict.value == "modify":
         assert decision.changes.requeue is True

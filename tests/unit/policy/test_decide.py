@@ -1,4 +1,4 @@
-"""engine.decide never raises: a failing custom rule rejects the job (fail-closed) or accepts it (fail-open)."""
+"""decide.decide never raises: a failing custom rule rejects the job (fail-closed) or accepts it (fail-open)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from policykit import job, policy
 
-from slurmpod.slurm_plugins import engine
-from slurmpod.slurm_plugins.decision import REJECT_PREFIX, Changes, Verdict
+from slurmpod.policy import decide
+from slurmpod.policy.decision import REJECT_PREFIX, Changes, Verdict
 
 RULES = """
 def explode(job, decision):
@@ -37,7 +37,7 @@ def rules_dir(tmp_path: Path) -> Path:
 ], ids=["fail-closed", "fail-open"])
 def test_a_rule_that_raises(mode: str, verdict: Verdict, message: str, rules_dir: Path) -> None:
     p = policy(f"failMode: {mode}\nrules: [{{file: site_rules.py, function: explode}}]", rules_dir)
-    d = engine.decide(p, job(user="ann"))
+    d = decide.decide(p, job(user="ann"))
     assert d.verdict is verdict
     assert d.message.startswith(message)
     assert d.changes == Changes()
@@ -45,11 +45,11 @@ def test_a_rule_that_raises(mode: str, verdict: Verdict, message: str, rules_dir
 
 def test_a_rule_may_reject_and_sees_the_built_in_decision(rules_dir: Path) -> None:
     p = policy("rules: [{file: site_rules.py, function: tag}]", rules_dir)
-    assert engine.decide(p, job(partition="debug")).message == "debug is closed today"
-    assert engine.decide(p, job(partition="main")).verdict is Verdict.ACCEPT
+    assert decide.decide(p, job(partition="debug")).message == "debug is closed today"
+    assert decide.decide(p, job(partition="main")).verdict is Verdict.ACCEPT
 
 
 def test_a_rule_returning_something_else_is_a_policy_error(rules_dir: Path) -> None:
     p = policy("rules: [{file: site_rules.py, function: wrong_type}]", rules_dir)
-    d = engine.decide(p, job())
+    d = decide.decide(p, job())
     assert d.verdict is Verdict.REJECT and "returned str, not a Decision" in d.message

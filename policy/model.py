@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from slurmpod.slurm_plugins.decision import Decision
-from slurmpod.slurm_plugins.request import JobRequest
+from slurmpod.policy.decision import Decision
+from slurmpod.policy.request import JobRequest
 
 
 class FailMode(enum.Enum):

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 from slurmpod.errors import BadInput
-from slurmpod.slurm_plugins import engine, loader, request
+from slurmpod.policy import decide, loader, request
 
 
 def main(args: argparse.Namespace) -> int:
     policy = loader.load(args.policy)
     req = request.from_mapping(_read_json(args.job), "")
-    decision = engine.decide(policy, req)
+    decision = decide.decide(policy, req)
     json.dump(decision.as_dict(), sys.stdout, indent=2, sort_keys=True)
     sys.stdout.write("\n")
     return 0 if decision.allowed else 1

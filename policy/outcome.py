@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from slurmpod.slurm_plugins.decision import Changes
+from slurmpod.policy.decision import Changes
 
 
 class Rule(enum.Enum):

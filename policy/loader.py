@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from slurmpod.errors import BadInput
+from slurmpod.policy import model as pol
 from slurmpod.problems import Problems, join
-from slurmpod.slurm_plugins import policy as pol
 
 TOP_KEYS = ("failMode", "topology", "tiers", "defaultTier", "cpuOnlyPartitions", "rules")
 TOPOLOGY_KEYS = ("plugin", "groupSize", "maxSwitchWaitSeconds", "gpuJobsOnly", "oversize", "wholeNodeGpus", "optOut")

@@ -6,9 +6,10 @@ import enum
 from dataclasses import dataclass, fields
 from typing import Any
 
-from slurmpod.slurm_plugins.request import Sharing
+from slurmpod.policy.request import Sharing
 
-# Every message a failing or invalid policy gives the user starts with this (issue 8: fail-closed).
+# Every message a failing or invalid policy gives the user starts with this (fail-closed).
+# Ref: https://slurm.schedmd.com/job_submit_plugins.html (err_msg is returned to the submitting user)
 REJECT_PREFIX = "rejected by cluster policy: "
 
 

@@ -11,10 +11,10 @@ block: --segment=<n> -> job_desc.segment_size. A job of at most one block gets s
 from __future__ import annotations
 
 from slurmpod import well_known as wk
-from slurmpod.slurm_plugins.decision import Changes
-from slurmpod.slurm_plugins.outcome import NOTHING, Outcome, Rule, change, refuse
-from slurmpod.slurm_plugins.policy import Oversize, Policy, Topology, TopologyKind
-from slurmpod.slurm_plugins.request import JobRequest, Sharing, gpu_count, with_gpus_per_node
+from slurmpod.policy.decision import Changes
+from slurmpod.policy.model import Oversize, Policy, Topology, TopologyKind
+from slurmpod.policy.outcome import NOTHING, Outcome, Rule, change, refuse
+from slurmpod.policy.request import JobRequest, Sharing, gpu_count, with_gpus_per_node
 
 
 def check(policy: Policy, req: JobRequest) -> Outcome:

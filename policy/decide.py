@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 
-from slurmpod.slurm_plugins import tier_rules, topology_rules
-from slurmpod.slurm_plugins.decision import REJECT_PREFIX, Decision
-from slurmpod.slurm_plugins.outcome import Rule
-from slurmpod.slurm_plugins.policy import FailMode, Policy
-from slurmpod.slurm_plugins.request import JobRequest
+from slurmpod.policy import tier_rules, topology_rules
+from slurmpod.policy.decision import REJECT_PREFIX, Decision
+from slurmpod.policy.model import FailMode, Policy
+from slurmpod.policy.outcome import Rule
+from slurmpod.policy.request import JobRequest
 
 log = logging.getLogger(__name__)
 

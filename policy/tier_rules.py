@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import signal
 
-from slurmpod.slurm_plugins.decision import Changes
-from slurmpod.slurm_plugins.outcome import NOTHING, Outcome, Rule, change, refuse
-from slurmpod.slurm_plugins.policy import GraceSignal, OverTime, Policy, SignalTarget, Tier
-from slurmpod.slurm_plugins.request import TIME_INFINITE, JobRequest
+from slurmpod.policy.decision import Changes
+from slurmpod.policy.model import GraceSignal, OverTime, Policy, SignalTarget, Tier
+from slurmpod.policy.outcome import NOTHING, Outcome, Rule, change, refuse
+from slurmpod.policy.request import TIME_INFINITE, JobRequest
 
 # sbatch --signal=B:... sets this bit in job_desc.warn_flags. Ref: slurm/slurm.h (KILL_JOB_BATCH)
 KILL_JOB_BATCH = 0x1

@@ -1,49 +1,25 @@
-"""The plugin's compiled fast path, in C: the built-in tier rules over a table Python compiles from the policy.
-
-Python still owns the policy: `fastpath.plan` turns a loaded `Policy` into a `slurmpod_fast_t` table (names
-as "|a|b|" lists, the constant notes already formatted), and `slurmpod_fast_decide` applies the same rules as
-`tier_rules.check` + `engine.decide` to one request without entering Python (no GIL, no thread state, no
-objects): cpu-only partitions, tier matching by partition or QoS, access by user or account, time caps,
-requeue and the grace signal. It answers only what it can answer exactly like Python, and returns 0 (ask
-Python) for everything else: site rules, an unusable policy, access by group, a multi-node job under a
-topology rule, any string that is not printable ASCII, a value too long for the buffers.
-`tests/unit/slurm_plugins/test_fastpath.py` compiles this file on its own and checks, over generated policies and
-requests, that every answer it gives is byte for byte the answer of the Python path.
-"""
-
-from __future__ import annotations
-
-# Declarations shared with cffi (no macros: cffi's cdef needs literal sizes). Sizes are checked by fastpath.plan.
-FAST_STRUCTS = r"""
-typedef struct {
-    char name[64];
-    char partitions[512], qos[512];   /* "|a|b|": matched by any of these partitions or QoS */
-    char users[512], accounts[512];   /* access: these users or accounts (when not everyone) */
-    uint32_t everyone, has_groups;    /* has_groups: access by group, which only Python can check */
-    uint32_t requeue, has_grace, grace_signal, grace_seconds, grace_batch;
-    uint32_t has_cap, max_time, clamp;
-    char note_requeue[256], note_grace[256];
-} slurmpod_fast_tier_t;
-
-typedef struct {
-    uint32_t ok;                      /* 1: decide in C what this table covers; 0: every call goes to Python */
-    char why[256];                    /* when not ok: why, for slurmctld's log */
-    int64_t key_ino, key_mtime_ns, key_size;   /* the policy file this table was compiled from (stat) */
-    uint32_t ntiers, has_default, default_tier;
-    uint32_t topology_active, gpu_jobs_only;
-    char cpu_only[1024];
-    slurmpod_fast_tier_t tiers[8];
-} slurmpod_fast_t;
-"""
-
-FAST_API = r"""
-int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, const char *user,
-                         slurmpod_out_t *out);
-"""
-
-# Needs <stdint.h>, <stdio.h>, <string.h> and STRUCTS + FAST_STRUCTS declared before it.
-FAST_C = r"""
+/*
+ * fastpath.c - the plugin's built-in tier rules in C, over the table Python compiles from the policy.
+ *
+ * Python owns the policy: slurmpod.slurm_plugins.fastpath turns a loaded policy into a slurmpod_fast_t,
+ * and slurmpod_fast_decide applies the same rules as slurmpod.policy (tier_rules.check, decide.decide)
+ * to one request without entering Python (no GIL, no thread state, no objects): GPU jobs kept out of
+ * CPU-only partitions, tier matching by partition or QoS, access by user or account, time caps, requeue
+ * and the grace signal. It answers only what it can answer exactly like Python, and returns 0 (ask
+ * Python) for everything else: site rules, an unusable policy, access by group, a multi-node job under a
+ * topology rule, any string that is not printable ASCII, a value too long for the buffers.
+ * tests/unit/slurm_plugins/test_fastpath.py compiles this file on its own and checks, over generated
+ * policies and requests, that every answer it gives is byte for byte the answer of the Python path.
+ * Ref: https://slurm.schedmd.com/job_submit_plugins.html
+ */
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fastpath.h"
+#include "slurmpod_job.h"
+
 #define SPF_NO_VAL 0xfffffffeu   /* slurm.h NO_VAL */
 #define SPF_NO_VAL16 0xfffeu     /* slurm.h NO_VAL16 */
 #define SPF_INFINITE 0xffffffffu /* slurm.h INFINITE */
@@ -217,13 +193,6 @@ static void spf_add(spf_buf_t *b, const char *sep, const char *fmt, ...)
         b->len += (size_t) n;
 }
 
-#define SPF_SET_TIME_LIMIT (1u << 2)
-#define SPF_SET_REQUEUE (1u << 3)
-#define SPF_SET_WARN_SIGNAL (1u << 4)
-#define SPF_SET_WARN_TIME (1u << 5)
-#define SPF_SET_WARN_FLAGS (1u << 6)
-
-/* 1: *out holds the decision (verdict, fields, message, log line); 0: ask Python. */
 int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, const char *user,
                          slurmpod_out_t *out)
 {
@@ -292,7 +261,7 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
                 cap = tiers[i];
         if (cap) {
             if (req->time_limit == SPF_NO_VAL) {
-                out->set |= SPF_SET_TIME_LIMIT;
+                out->set |= SP_SET_TIME_LIMIT;
                 out->time_limit = cap->max_time;
                 spf_add(&notes, "; ", "time limit set to the %s cap of %u min", cap->name, cap->max_time);
                 spf_add(&rules, ",", "tier-time-cap");
@@ -303,7 +272,7 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
                 else
                     snprintf(asked, sizeof(asked), "%u min", req->time_limit);
                 if (cap->clamp) {
-                    out->set |= SPF_SET_TIME_LIMIT;
+                    out->set |= SP_SET_TIME_LIMIT;
                     out->time_limit = cap->max_time;
                     spf_add(&notes, "; ", "time limit lowered from %s to %u min", asked, cap->max_time);
                 } else {
@@ -314,14 +283,14 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
             }
         }
         if (lowest->requeue && (req->requeue == SPF_NO_VAL16 || req->requeue == 0)) {
-            out->set |= SPF_SET_REQUEUE;
+            out->set |= SP_SET_REQUEUE;
             out->requeue = 1;
             spf_add(&notes, "; ", "%s", lowest->note_requeue);
             spf_add(&rules, ",", "tier-requeue");
         }
         if (lowest->has_grace && (req->warn_signal == SPF_NO_VAL16 || req->warn_signal == 0)) {
             uint32_t flags = req->warn_flags == SPF_NO_VAL16 ? 0 : req->warn_flags;
-            out->set |= SPF_SET_WARN_SIGNAL | SPF_SET_WARN_TIME | SPF_SET_WARN_FLAGS;
+            out->set |= SP_SET_WARN_SIGNAL | SP_SET_WARN_TIME | SP_SET_WARN_FLAGS;
             out->warn_signal = lowest->grace_signal;
             out->warn_time = lowest->grace_seconds;
             out->warn_flags = lowest->grace_batch ? flags | SPF_KILL_JOB_BATCH : flags;
@@ -337,19 +306,19 @@ decided:
     if (notes.full || rules.full || reject.full)
         return 0;
     if (reject.len) {
-        out->verdict = 2;
+        out->verdict = SP_VERDICT_REJECT;
         out->set = 0;
         out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;
         memcpy(out->message, reject.text, reject.len + 1);
-    } else if (req->is_modify) { /* engine._builtin: a modification is refused or accepted, never changed */
-        out->verdict = 0;
+    } else if (req->is_modify) { /* decide._builtin: a modification is refused or accepted, never changed */
+        out->verdict = SP_VERDICT_ACCEPT;
         out->set = 0;
         out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;
         out->message[0] = '\0';
         rules.len = 0;
         rules.text[0] = '\0';
     } else {
-        out->verdict = out->set ? 1 : 0;
+        out->verdict = out->set ? SP_VERDICT_MODIFY : SP_VERDICT_ACCEPT;
         memcpy(out->message, notes.text, notes.len + 1);
     }
     if (!(quote = spf_quote(out->message)))
@@ -369,4 +338,3 @@ decided:
     }
     return 1;
 }
-"""
