@@ -1,6 +1,6 @@
 """Slurm topology from Kubernetes node labels: placement paths -> topology.conf / topology.yaml.
 
-Modules, each with one job (see README.md for the choices):
+Modules, each with one job (docs/topology.md has the choices):
   model         the types that cross module boundaries (Placement, Layout, enums)
   hostlist      Slurm hostlist expressions: compress and expand
   kube          `kubectl get nodes|pods -o json` documents -> nodes and worker pods

@@ -37,7 +37,7 @@ def test_mpi_plugins_and_default_match_the_flavor(session: Session) -> None:
 
 def test_mpi_allreduce_across_two_worker_pods(session: Session) -> None:
     if not flavors.get(session.flavor).mpi_pmix:
-        pytest.skip(f"Debian's Slurm {session.flavor} has no mpi/pmix plugin (README, MPI)")
+        pytest.skip(f"Debian's Slurm {session.flavor} has no mpi/pmix plugin (docs/mpi-and-ports.md)")
     # --overcommit: the emulated workers have one usable CPU each (their CPU limit); MPI needs no more.
     run = session.as_researcher("srun", "--mpi=pmix", "-N2", f"-n{TASKS}", "--overcommit", "-t", "2", HELLO,
                                 timeout=180)
