@@ -141,13 +141,6 @@ LABEL_TOPOLOGY = "slurmpod.io/topology"  # generic placement path, e.g. "block1/
 # SLURMPOD_CLUSTER_NAME comes from it through a fieldRef.
 # Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
 LABEL_INSTANCE = "app.kubernetes.io/instance"
-# Emulated-cluster bookkeeping (docker labels set by `slurmpod cluster up`, read by `down`).
-DOCKER_LABEL_CLUSTER = "io.slurmpod.cluster"
-DOCKER_LABEL_ROLE = "io.slurmpod.role"
-# Where `slurmpod cluster up` keeps a cluster's host files (munge key, podinfo, termination logs);
-# default $XDG_STATE_HOME/slurmpod/clusters (~/.local/state/slurmpod/clusters).
-# Ref: https://specifications.freedesktop.org/basedir-spec/latest/
-ENV_STATE_DIR = "SLURMPOD_STATE_DIR"
 
 # --- Slurm node reasons ---
 # Drains slurmpod sets carry this prefix; it only ever clears reasons that start with it.
