@@ -91,7 +91,7 @@ def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
     """The hooks' PrologFlags, plus Contain when jobs run in cgroups: pam_slurm_adopt (in every worker's
     sshd) adopts an ssh session into the job's extern step, which only Contain creates. slurmctld refuses
     NoHold beside Contain ("NoHold cannot be combined with Contain and/or X11"), so NoHold goes: srun then
-    waits for the prolog to finish, as it did before NoHold.
+    waits for the prolog to finish, as it does without NoHold.
     Ref: https://slurm.schedmd.com/pam_slurm_adopt.html#SLURM_CONFIG
     Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Contain
     """
