@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from slurmpod import well_known as wk
@@ -95,9 +94,9 @@ class Setup:
         return done
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     del args
-    spec = cluster_spec.load(Path(os.environ.get(wk.ENV_CLUSTER_SPEC, wk.CLUSTER_SPEC_FILE)))
+    spec = cluster_spec.load(Path(env.get(wk.ENV_CLUSTER_SPEC, wk.CLUSTER_SPEC_FILE)))
     if not spec.accounting.enabled:
         log.info("accounting is off in the cluster spec; nothing to set up")
         return 0

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from slurmpod import confvalues, reasons
+from slurmpod import confvalues, podinfo, reasons
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
 from slurmpod.errors import BadInput, TransientError
@@ -169,15 +168,17 @@ class Reconciler:
         return self.registered()
 
 
-def reaper_main(args: argparse.Namespace) -> int:
+def reaper_main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    del env
     if args.node_timeout < 0 or args.interval <= 0:
         raise BadInput.one("--node-timeout/--interval", f"{args.node_timeout}/{args.interval}",
                            "timeout must be >= 0 and interval > 0")
     return node_reaper(CliSlurmClient(), args.node_timeout, args.interval, SystemClock())
 
 
-def reconcile_main(args: argparse.Namespace) -> int:
-    node = os.environ.get(wk.ENV_POD_NAME, "")
-    if not node:
+def reconcile_main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """supervisord starts it with the pod's name in its environment (supervisord.conf, rendered at start)."""
+    pod = podinfo.identity(env)
+    if not pod.name:
         raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
-    return Reconciler(CliSlurmClient(), SupervisorCtl(), node, SystemClock()).run(args.expect or "")
+    return Reconciler(CliSlurmClient(), SupervisorCtl(pod.run_dir), pod.name, SystemClock()).run(args.expect or "")

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from slurmpod import reasons
+from slurmpod import podinfo, reasons
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
 from slurmpod.errors import BadInput, PermanentError, SlurmpodError, TransientError
@@ -161,14 +160,15 @@ def _log(report: Report) -> None:
     log.log(level, "prestop done", extra={"ctx": ctx})
 
 
-def main(args: argparse.Namespace) -> int:
-    node = os.environ.get(wk.ENV_POD_NAME, "")
+def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    pod = podinfo.identity(env)
+    node = pod.name
     if not node:
         raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
     if args.grace <= 0:
         raise BadInput.one(wk.ENV_GRACE_SECONDS, args.grace, "must be positive")
     try:
-        report = run(CliSlurmClient(), SupervisorCtl(), node, args.grace)
+        report = run(CliSlurmClient(), SupervisorCtl(pod.run_dir), node, args.grace)
     except SlurmpodError as exc:
         log.error("prestop failed", extra={"ctx": {"node": node, "err": str(exc)}})
         return 1

@@ -11,16 +11,15 @@ Ref: https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from slurmpod import kubelet_format
+from slurmpod import podinfo
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.supervisor import BROKEN_STATES, Supervisor, SupervisorCtl
-from slurmpod.errors import BadInput, SlurmpodError
+from slurmpod.errors import SlurmpodError
 from slurmpod.slurm import CliSlurmClient, SlurmClient
 
 
@@ -28,17 +27,6 @@ from slurmpod.slurm import CliSlurmClient, SlurmClient
 class Verdict:
     ok: bool
     why: str
-
-
-def role_of(env: Mapping[str, str]) -> str:
-    """The pod's role from its `slurmpod.io/role` label (downward API), else SLURMPOD_POD_ROLE, else worker."""
-    labels = os.path.join(env.get(wk.ENV_PODINFO_DIR, wk.PODINFO_DIR), wk.PODINFO_LABELS)
-    try:
-        with open(labels, encoding="utf-8") as fh:
-            role = kubelet_format.parse(fh.read(), labels).get(wk.LABEL_ROLE)
-    except (OSError, BadInput):
-        role = None
-    return role or env.get(wk.ENV_POD_ROLE, "worker")
 
 
 # Roles without a Slurm node: ready when their daemon accepts connections on its port here.
@@ -81,11 +69,12 @@ def live(supervisor: Supervisor, timeout: float) -> Verdict:
     return Verdict(not bad, "; ".join(bad) if bad else "all programs running")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    pod = podinfo.identity(env)
     if args.kind == "live":
-        verdict = live(SupervisorCtl(), args.timeout)
+        verdict = live(SupervisorCtl(pod.run_dir), args.timeout)
     else:
-        verdict = ready(CliSlurmClient(), role_of(os.environ), os.environ.get(wk.ENV_POD_NAME, ""), args.timeout)
+        verdict = ready(CliSlurmClient(), pod.role, pod.name, args.timeout)
     print(f"{args.kind}: {'ok' if verdict.ok else 'not ok'}: {verdict.why}",
           file=sys.stdout if verdict.ok else sys.stderr)
     return 0 if verdict.ok else 1

@@ -7,6 +7,7 @@ importing jinja2 alone costs ~80 ms of a worker's start (measured with `python -
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from slurmpod import __version__
 from slurmpod import well_known as wk
+from slurmpod.errors import BadInput
 
 if TYPE_CHECKING:
     import jinja2
@@ -178,23 +180,47 @@ def _section(name: str, items: list[tuple[str, object]]) -> list[str]:
     return [*lines, ""]
 
 
+# What supervisord's `environment=` can carry: KEY="value" pairs, split by its shlex-based parser (which
+# keeps no escape inside quotes and strips quote characters from both ends of a value) after %-expansion
+# (done twice in the [supervisord] section), in an INI file where whitespace then ';' or '#' starts a
+# comment. So a value is printable ASCII with no quote, '%', ';' or '#': nothing in it can end the pair,
+# add a key, or start a line.
+# Ref: http://supervisord.org/configuration.html#supervisord-section-values (environment)
+# Ref: supervisor/datatypes.py dict_of_key_value_pairs ; supervisor/options.py ServerOptions.read_config
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+_ENV_VALUE = re.compile(r"[ !$&()*+,\-./0-9:<=>?@A-Z\[\\\]^_`a-z{|}~]*")
+
+
+def environment_value(pairs: Sequence[tuple[str, str]]) -> str:
+    """The value of supervisord's `environment=` for ``pairs``; BadInput names a pair it cannot carry."""
+    out = []
+    for key, value in pairs:
+        if not _ENV_KEY.fullmatch(key):
+            raise BadInput.one("supervisord environment", key, "not an environment variable name")
+        if not _ENV_VALUE.fullmatch(value):
+            raise BadInput.one(key, value, "supervisord's programs get printable ASCII without quotes, '%', ';' or '#'")
+        out.append(f'{key}="{value}"')
+    return ",".join(out)
+
+
 def supervisord_conf(
-    role: str, programs: Sequence[Program], stop_wait: int, run_dir: str = wk.RUN_DIR
+    role: str, programs: Sequence[Program], stop_wait: int, run_dir: str = wk.RUN_DIR,
+    environment: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """supervisord.conf: PID 1 over the role's programs, run from ``run_dir``/bin where ``start.apply``
-    writes them. Ref: http://supervisord.org/configuration.html"""
+    """supervisord.conf: PID 1 over the role's programs, run from ``run_dir``/bin where pod start writes
+    them; ``environment`` reaches every program. Ref: http://supervisord.org/configuration.html"""
     run = run_dir
     lines = [f"; supervisord.conf rendered by slurmpod {__version__} for the {role} pod", ""]
-    lines += _section(
-        "supervisord",
-        [
-            ("nodaemon", "true"),
-            ("user", "root"),
-            ("logfile", "/dev/null"),
-            ("logfile_maxbytes", 0),
-            ("pidfile", f"{run}/supervisord.pid"),
-        ],
-    )
+    head: list[tuple[str, object]] = [
+        ("nodaemon", "true"),
+        ("user", "root"),
+        ("logfile", "/dev/null"),
+        ("logfile_maxbytes", 0),
+        ("pidfile", f"{run}/supervisord.pid"),
+    ]
+    if environment:
+        head.append(("environment", environment_value(environment)))
+    lines += _section("supervisord", head)
     lines += _section("unix_http_server", [("file", f"{run}/{wk.SUPERVISOR_SOCK}"), ("chmod", "0700")])
     lines += _section(
         "rpcinterface:supervisor",

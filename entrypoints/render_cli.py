@@ -7,37 +7,35 @@ command line that plan execs, so the preview is exactly what the worker runs.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 
 from slurmpod import podinfo, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec, render, slinky, start
+from slurmpod.entrypoints import cluster_spec, inputs, render, slinky
+from slurmpod.entrypoints.roles import worker
+from slurmpod.entrypoints.startplan import Common
 
 
-def _env(args: argparse.Namespace) -> dict[str, str]:
-    env = dict(os.environ)
+def _env(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, str]:
     if args.env_file:
-        env = podinfo.read_env_file(Path(args.env_file))
-    return env
+        return podinfo.read_env_file(Path(args.env_file))
+    return dict(env)
 
 
-def node(args: argparse.Namespace) -> int:
-    env = _env(args)
-    env[wk.ENV_PODINFO_DIR] = args.podinfo
+def node(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    given = _env(args, env)
+    given[wk.ENV_PODINFO_DIR] = args.podinfo
     operator = None
     if args.slurmd_args:  # the same completion of the env the entrypoint does for Slinky's pods
         operator = slinky.parse(args.slurmd_args)
-        env = slinky.pod_env(env, operator, socket.gethostname())
-    settings = start.Settings.from_env(env)
-    pod = podinfo.load(env, Path(args.podinfo), optional_dir=operator is not None)
-    if operator is not None:
-        pod = slinky.with_topology(pod, operator)
+        given = slinky.pod_env(given, operator, socket.gethostname())
     # Auth does not change the node; the preview needs no key secret.
-    common = start.common_without_keys(pod)
-    part = start.worker_plan(common, env, settings, operator)
+    inp = inputs.load("worker", given, inputs.Settings.from_env(given), operator, with_auth=False)
+    common = Common(inp.pod, inp.auth, (), (), ())
+    part = worker.build(inp, common, inputs.Adapters())
     assert part.node is not None  # a worker plan always has its node
     if args.static:
         print(part.node.node_line())
@@ -47,9 +45,10 @@ def node(args: argparse.Namespace) -> int:
     return 0
 
 
-def slurm_conf(args: argparse.Namespace) -> int:
-    env = _env(args)
+def slurm_conf(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    given = _env(args, env)
     spec = cluster_spec.load(Path(args.cluster_spec))
-    pod = podinfo.load(env, Path(args.podinfo), require_controller=False)
-    print(render.slurm_conf(spec, pod.name, start.accounting_host(env, spec), slurm_version.mpi_plugins()), end="")
+    pod = podinfo.load(given, Path(args.podinfo), require_controller=False)
+    print(render.slurm_conf(spec, pod.name, inputs.accounting_host(given, spec), slurm_version.mpi_plugins()),
+          end="")
     return 0

@@ -5,10 +5,10 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from slurmpod import well_known as wk
@@ -49,9 +49,8 @@ def parse_status(text: str) -> tuple[ProgramStatus, ...]:
 
 
 class SupervisorCtl:
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        environ = os.environ if env is None else env
-        self.conf = os.path.join(environ.get(wk.ENV_RUN_DIR, wk.RUN_DIR), wk.SUPERVISORD_CONF)
+    def __init__(self, run_dir: Path) -> None:
+        self.conf = str(run_dir / wk.SUPERVISORD_CONF)
 
     def _run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
         try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from slurmpod import reasons, slurm_version
+from slurmpod import podinfo, reasons, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, TopologyPlugin, TopologySource, load
 from slurmpod.errors import BadInput, SlurmpodError, TransientError
@@ -98,10 +98,15 @@ def render_now(tgt: Target, source: Source | None) -> str:
     return text
 
 
-def source_for(spec: ClusterSpec, env: Mapping[str, str], client: SlurmClient) -> Source:
-    if spec.topology.source is TopologySource.API:
-        namespace = env.get(wk.ENV_POD_NAMESPACE) or "default"
-        return ApiSource(kubeapi.Reader(kubeapi.in_cluster(env)), namespace)
+def api_settings(spec: ClusterSpec, env: Mapping[str, str]) -> kubeapi.Settings | None:
+    """The API server and service account, read when the spec's topology source is the API."""
+    return kubeapi.in_cluster(env) if spec.topology.source is TopologySource.API else None
+
+
+def source_for(client: SlurmClient, namespace: str, api: kubeapi.Settings | None) -> Source:
+    """The API's nodes and worker pods of ``namespace`` when ``api`` is given, else what slurmctld holds."""
+    if api is not None:
+        return ApiSource(kubeapi.Reader(api), namespace or "default")
     return SlurmSource(client)
 
 
@@ -183,8 +188,7 @@ def run(client: SlurmClient, tgt: Target, source: Source, interval_s: float, clo
     return 0
 
 
-def main(args: argparse.Namespace) -> int:
-    env = dict(os.environ)
+def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     spec = load(Path(env.get(wk.ENV_CLUSTER_SPEC, wk.CLUSTER_SPEC_FILE)))
     tgt = target(spec, slurm_version.detect(env))
     if tgt is None:
@@ -192,5 +196,6 @@ def main(args: argparse.Namespace) -> int:
     interval = args.interval if args.interval is not None else float(spec.topology.sync_interval_seconds)
     if interval <= 0:
         raise BadInput.one("--interval", str(interval), "must be > 0")
+    api = api_settings(spec, env)
     client = CliSlurmClient()
-    return run(client, tgt, source_for(spec, env, client), interval, SystemClock())
+    return run(client, tgt, source_for(client, podinfo.identity(env).namespace, api), interval, SystemClock())

@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from slurmpod.errors import BadInput
 from slurmpod.policy import decide, loader, request
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    del env
     policy = loader.load(args.policy)
     req = request.from_mapping(_read_json(args.job), "")
     decision = decide.decide(policy, req)

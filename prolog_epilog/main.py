@@ -181,14 +181,9 @@ def _slurm() -> SlurmClient:
     return cast("SlurmClient", _LazySlurm())
 
 
-def _hook(context: Context) -> int:
+def _hook(context: Context, env: Mapping[str, str]) -> int:
     """What Slurm runs: no arguments, the SLURM_* environment, findings on stderr (slurmd logs it).
-
-    slurmd starts hooks without a search path (Ref: https://slurm.schedmd.com/prolog_epilog.html), so
-    scontrol and munge are found through HOOK_PATH.
-    """
-    os.environ.setdefault("PATH", wk.HOOK_PATH)
-    env = dict(os.environ)
+    Ref: https://slurm.schedmd.com/prolog_epilog.html"""
     report = execute(settings_from(env, context, act=True), env, slurm=_slurm())
     for r in report.results:
         if r.status in {Status.FAIL, Status.WARN}:
@@ -196,8 +191,8 @@ def _hook(context: Context) -> int:
     return report.exit_code
 
 
-def prolog(args: argparse.Namespace) -> int:
-    return _hook(Context.PROLOG)
+def prolog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    return _hook(Context.PROLOG, env)
 
 
 def _remove_scratch(env: Mapping[str, str], path: str = wk.TASK_ENV_FILE) -> None:
@@ -218,17 +213,16 @@ def _remove_scratch(env: Mapping[str, str], path: str = wk.TASK_ENV_FILE) -> Non
         log.info("scratch removed: path=%s", removed)
 
 
-def epilog(args: argparse.Namespace) -> int:
-    _remove_scratch(os.environ)
-    return _hook(Context.EPILOG)
+def epilog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    _remove_scratch(env)
+    return _hook(Context.EPILOG, env)
 
 
-def healthcheck(args: argparse.Namespace) -> int:
-    return _hook(Context.PERIODIC)
+def healthcheck(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    return _hook(Context.PERIODIC, env)
 
 
-def check_run(args: argparse.Namespace) -> int:
-    env = dict(os.environ)
+def check_run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     s = settings_from(env, Context(args.context), act=bool(args.act), config_path=args.config,
                       state_dir=args.state_dir, metrics_dir=args.metrics_dir)
     report = execute(s, env, slurm=_slurm() if s.act else None)

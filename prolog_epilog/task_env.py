@@ -79,8 +79,23 @@ def default_route_interface(route_table: str) -> str | None:
     return None
 
 
-def from_pod(env: Mapping[str, str], route_table: str, placement: str | None) -> TaskEnv:
-    """The worker's task environment from its env (SLURMPOD_* twins the manifests set) and pod."""
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What the worker's settings say of its tasks' environment, as given (``from_pod`` validates them)."""
+
+    socket_ifname: str = AUTO  # SLURMPOD_NCCL_SOCKET_IFNAME: interfaces, or auto (the default route's)
+    topo_file: str = ""  # SLURMPOD_NCCL_TOPO_FILE
+    scratch_base: str = wk.DEFAULT_SCRATCH_BASE  # SLURMPOD_SCRATCH_BASE; "" means no scratch
+    scratch_tmpdir: str = "true"  # SLURMPOD_SCRATCH_TMPDIR
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Inputs:
+        return cls(env.get(wk.ENV_NCCL_SOCKET_IFNAME, AUTO), env.get(wk.ENV_NCCL_TOPO_FILE, ""),
+                   env.get(wk.ENV_SCRATCH_BASE, wk.DEFAULT_SCRATCH_BASE), env.get(wk.ENV_SCRATCH_TMPDIR, "true"))
+
+
+def from_pod(given: Inputs, node_name: str, route_table: str, placement: str | None) -> TaskEnv:
+    """The worker's task environment from its settings and its pod (Kubernetes node, placement, routes)."""
     problems: list[Problem] = []
     exports: list[tuple[str, str]] = []
 
@@ -90,7 +105,7 @@ def from_pod(env: Mapping[str, str], route_table: str, placement: str | None) ->
         except BadInput as exc:
             problems.extend(exc.problems)
 
-    ifname = env.get(wk.ENV_NCCL_SOCKET_IFNAME, AUTO)
+    ifname = given.socket_ifname
     if ifname == AUTO:
         found = default_route_interface(route_table)
         if found:
@@ -100,20 +115,20 @@ def from_pod(env: Mapping[str, str], route_table: str, placement: str | None) ->
             exports.append(("NCCL_SOCKET_IFNAME", ifname))
         else:
             problems.append(Problem(wk.ENV_NCCL_SOCKET_IFNAME, ifname, "not interface names (eth0, ^lo,docker)"))
-    if topo := env.get(wk.ENV_NCCL_TOPO_FILE, ""):
+    if topo := given.topo_file:
         add(wk.ENV_NCCL_TOPO_FILE, "NCCL_TOPO_FILE", topo, check_dir)
     if placement:
         add(f"annotation {wk.ANNOTATION_TOPOLOGY}", wk.TASK_ENV_TOPOLOGY, placement)
-    if node := env.get(wk.ENV_NODE_NAME, ""):
-        add(wk.ENV_NODE_NAME, wk.TASK_ENV_K8S_NODE, node)
-    base_raw = env.get(wk.ENV_SCRATCH_BASE, wk.DEFAULT_SCRATCH_BASE)
+    if node_name:
+        add(wk.ENV_NODE_NAME, wk.TASK_ENV_K8S_NODE, node_name)
+    base_raw = given.scratch_base
     base = None
     if base_raw:
         try:
             base = check_dir(wk.ENV_SCRATCH_BASE, base_raw)
         except BadInput as exc:
             problems.extend(exc.problems)
-    tmpdir_raw = env.get(wk.ENV_SCRATCH_TMPDIR, "true")
+    tmpdir_raw = given.scratch_tmpdir
     if tmpdir_raw not in ("true", "false"):
         problems.append(Problem(wk.ENV_SCRATCH_TMPDIR, tmpdir_raw, "must be true or false"))
     if problems:
@@ -218,13 +233,13 @@ def run(env: Mapping[str, str], path: str, uid: int) -> tuple[list[str], list[st
     return lines(task_env, scratch), notes
 
 
-def main(args: object = None) -> int:
+def main(args: object, env: Mapping[str, str]) -> int:
     """`slurmpod task-prolog` and `slurmpod-task-prolog` (what TaskProlog= names: no arguments). The file
     is always TASK_ENV_FILE: the job's environment, which its user controls, cannot point it elsewhere."""
     import sys  # noqa: PLC0415 - the function is the program; the module stays import-light
 
     try:
-        out, notes = run(os.environ, wk.TASK_ENV_FILE, os.getuid())
+        out, notes = run(env, wk.TASK_ENV_FILE, os.getuid())
     except BadInput as exc:
         print(f"slurmpod task-prolog: bad input: {exc}", file=sys.stderr)
         return 2

@@ -49,6 +49,29 @@ class PodInfo:
     annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
+@dataclass(frozen=True, slots=True)
+class PodSelf:
+    """What a command run inside a started pod (a probe, preStop, a supervisord program) needs of it."""
+
+    name: str  # "" when POD_NAME is not set
+    namespace: str
+    role: str
+    run_dir: Path  # where pod start wrote supervisord.conf (SLURMPOD_RUN_DIR)
+
+
+def identity(env: Mapping[str, str]) -> PodSelf:
+    """The pod's name, namespace and role, read leniently: a probe must answer even on odd input.
+
+    The role is the `slurmpod.io/role` label (downward API), else SLURMPOD_POD_ROLE, else worker."""
+    labels = Path(env.get(wk.ENV_PODINFO_DIR, wk.PODINFO_DIR)) / wk.PODINFO_LABELS
+    try:
+        role = kubelet_format.parse(labels.read_text(encoding="utf-8"), str(labels)).get(wk.LABEL_ROLE)
+    except (OSError, UnicodeDecodeError, BadInput):
+        role = None
+    return PodSelf(env.get(wk.ENV_POD_NAME, ""), env.get(wk.ENV_POD_NAMESPACE) or "default",
+                   role or env.get(wk.ENV_POD_ROLE, "worker"), Path(env.get(wk.ENV_RUN_DIR, wk.RUN_DIR)))
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines (``render --env-file``): blank lines and # comments ignored."""
     try:

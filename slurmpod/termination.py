@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from slurmpod import well_known
@@ -12,9 +12,13 @@ from slurmpod import well_known
 MAX_BYTES = 4096
 
 
-def write(message: str) -> bool:
-    """Write ``message`` to the termination log if that file exists; never create it."""
-    path = Path(os.environ.get(well_known.ENV_TERMINATION_LOG, well_known.TERMINATION_LOG))
+def path(env: Mapping[str, str]) -> Path:
+    """The pod's terminationMessagePath (SLURMPOD_TERMINATION_LOG stands in for it in tests)."""
+    return Path(env.get(well_known.ENV_TERMINATION_LOG, well_known.TERMINATION_LOG))
+
+
+def write(message: str, path: Path) -> bool:
+    """Write ``message`` to the termination log at ``path`` if that file exists; never create it."""
     if not path.exists():
         return False
     try:

@@ -151,13 +151,6 @@ LABEL_TOPOLOGY = "slurmpod.io/topology"  # generic placement path, e.g. "block1/
 # SLURMPOD_CLUSTER_NAME comes from it through a fieldRef.
 # Ref: https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/
 LABEL_INSTANCE = "app.kubernetes.io/instance"
-# Emulated-cluster bookkeeping (docker labels set by `slurmpod cluster up`, read by `down`).
-DOCKER_LABEL_CLUSTER = "io.slurmpod.cluster"
-DOCKER_LABEL_ROLE = "io.slurmpod.role"
-# Where `slurmpod cluster up` keeps a cluster's host files (munge key, podinfo, termination logs);
-# default $XDG_STATE_HOME/slurmpod/clusters (~/.local/state/slurmpod/clusters).
-# Ref: https://specifications.freedesktop.org/basedir-spec/latest/
-ENV_STATE_DIR = "SLURMPOD_STATE_DIR"
 
 # --- Slurm node reasons ---
 # Drains slurmpod sets carry this prefix; it only ever clears reasons that start with it.
@@ -167,7 +160,7 @@ REASON_POD_TERMINATING = REASON_PREFIX + "pod terminating"
 LIFECYCLE_REASONS = (REASON_POD_TERMINATING,)
 
 ROLES = ("controller", "worker", "login")
-# Roles of the accounting and REST workloads (issue 10), on only where the chart's values enable them.
+# Roles of the accounting and REST workloads, on only where the chart's values enable them.
 # `db` (MariaDB) runs the accounting image with another entrypoint role: one image carries slurmdbd and
 # the server it talks to, so there is one more image to build, push and pin, not two.
 OPTIONAL_ROLES = ("db", "accounting", "restapi")
@@ -269,7 +262,7 @@ HOOK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MUNGE_BIN = "/usr/bin/munge"  # Debian's munge package
 UNMUNGE_BIN = "/usr/bin/unmunge"
 
-# --- Topology at the controller (issue 9): rendered at start, kept in sync by `daemon topology-sync` ---
+# --- Topology at the controller: rendered at start, kept in sync by `daemon topology-sync` ---
 # The files slurmctld reads: topology.conf before 25.05, topology.yaml from 25.05 (where both exist,
 # topology.yaml wins). Ref: https://slurm.schedmd.com/topology.yaml.html
 TOPOLOGY_CONF = f"{SLURM_ETC}/topology.conf"
@@ -283,7 +276,7 @@ ANNOTATION_TOPOLOGY = LABEL_TOPOLOGY
 # Ref: https://slurm.schedmd.com/slurmd.html#OPT_--extra
 EXTRA_TOPOLOGY_KEY = LABEL_TOPOLOGY
 
-# --- Default node-health hooks (cluster spec defaults; issue 7) ---
+# --- Default node-health hooks (cluster spec defaults) ---
 # The console scripts of the slurmpod wheel in every image's venv; slurmd runs them by path, no args.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Prolog
 PROLOG_BIN = f"{VENV_DIR}/bin/slurmpod-prolog"
@@ -305,7 +298,7 @@ DEFAULT_HEALTH_CHECK_INTERVAL_S = 300
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
 DEFAULT_HEALTH_CHECK_NODE_STATE = ("ANY",)
 
-# --- Task environment (issue 11): slurm.conf TaskProlog, written by the worker's start ---
+# --- Task environment: slurm.conf TaskProlog, written by the worker's start ---
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog (runs as the job's user before each task)
 TASK_PROLOG_BIN = f"{VENV_DIR}/bin/slurmpod-task-prolog"
 TASK_ENV_FILE = "/etc/slurmpod/task-env.json"  # written at worker start; read by every task prolog
@@ -322,7 +315,7 @@ TASK_ENV_SCRATCH = "SLURMPOD_SCRATCH"
 TASK_ENV_TOPOLOGY = "SLURMPOD_TOPOLOGY"
 TASK_ENV_K8S_NODE = "SLURMPOD_K8S_NODE"
 
-# --- MPI (issue 11) ---
+# --- MPI ---
 # srun on the login pod listens in this range for slurmstepd's connections (I/O, PMI): a firewall or
 # NetworkPolicy lets workers reach login pods on it. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_SrunPortRange
 DEFAULT_SRUN_PORT_RANGE = "60001-63000"

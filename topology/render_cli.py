@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ def block_sizes(raw: str | None) -> tuple[int, ...]:
     return tuple(confvalues.integer("--block-sizes", part, 1, 1_000_000) for part in raw.split(","))
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    del env
     fmt = Format(args.format)
     plugin = Format(args.yaml_plugin) if fmt is Format.YAML else fmt
     settings = sync.Settings(

@@ -30,10 +30,10 @@ from typing import Any
 
 import docker
 
-from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, PermanentError
 from slurmpod.problems import Problems
 from slurmpod_host.cluster import applied, podspec, quantity, runtime, state
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.plan import PodPlan
 
@@ -229,7 +229,7 @@ def start_pod(client: Any, cluster: str, plan: PodPlan) -> None:
         try:
             client.volumes.get(volume)
         except docker.errors.NotFound:  # a volumeClaimTemplate of a new ordinal: a new PVC
-            client.volumes.create(name=volume, labels={wk.DOCKER_LABEL_CLUSTER: cluster})
+            client.volumes.create(name=volume, labels={host_wk.DOCKER_LABEL_CLUSTER: cluster})
     runtime.create_pod(client, plan, params, root)
     client.api.start(plan.name)
     log.info("started pod", extra={"ctx": {"pod": plan.name, "ip": plan.ip}})
@@ -255,7 +255,7 @@ def delete_pod(client: Any, cluster: str, pod: str, *, run_prestop: bool = True,
     except docker.errors.NotFound:
         raise PermanentError(f"no pod {pod} in cluster {cluster!r}") from None
     labels = (info.get("Config") or {}).get("Labels") or {}
-    if labels.get(wk.DOCKER_LABEL_CLUSTER) != cluster:
+    if labels.get(host_wk.DOCKER_LABEL_CLUSTER) != cluster:
         raise PermanentError(f"container {pod} is not a pod of cluster {cluster!r}")
     grace = grace_s if grace_s is not None else float(
         labels.get(runtime.LABEL_GRACE) or (info.get("Config") or {}).get("StopTimeout")

@@ -23,6 +23,7 @@ from docker.types import Mount as DockerMount
 from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError, TransientError
 from slurmpod_host.cluster import network, podspec
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.plan import MountKind, PodPlan
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def connect() -> Any:
 
 
 def _label_filter(name: str) -> dict[str, str]:
-    return {"label": f"{wk.DOCKER_LABEL_CLUSTER}={name}"}
+    return {"label": f"{host_wk.DOCKER_LABEL_CLUSTER}={name}"}
 
 
 def find(client: Any, name: str) -> Objects:
@@ -162,12 +163,12 @@ def create_network(client: Any, params: podspec.ClusterParams) -> None:
     """A user-defined bridge, internal: pods reach each other and nothing beyond this host."""
     ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=str(params.subnet), gateway=params.gateway)])
     client.networks.create(params.network, driver="bridge", internal=True, ipam=ipam,
-                           labels={wk.DOCKER_LABEL_CLUSTER: params.name})
+                           labels={host_wk.DOCKER_LABEL_CLUSTER: params.name})
 
 
 def create_volumes(client: Any, name: str, plans: Sequence[PodPlan]) -> None:
     for volume in dict.fromkeys(v for p in plans for v in p.volumes):
-        client.volumes.create(name=volume, labels={wk.DOCKER_LABEL_CLUSTER: name})
+        client.volumes.create(name=volume, labels={host_wk.DOCKER_LABEL_CLUSTER: name})
 
 
 def _mounts(plan: PodPlan, root: Path) -> list[Any]:
@@ -206,7 +207,7 @@ def create_pod(client: Any, plan: PodPlan, params: podspec.ClusterParams, root: 
         dns_opt=list(DNS_OPTIONS),
     )
     endpoint = api.create_endpoint_config(ipv4_address=plan.ip, aliases=list(plan.aliases))
-    labels = {wk.DOCKER_LABEL_CLUSTER: params.name, wk.DOCKER_LABEL_ROLE: plan.role,
+    labels = {host_wk.DOCKER_LABEL_CLUSTER: params.name, host_wk.DOCKER_LABEL_ROLE: plan.role,
               LABEL_POD_NAME: plan.name, LABEL_POD_NAMESPACE: plan.namespace, LABEL_POD_UID: plan.uid,
               LABEL_CONTAINER_NAME: plan.role, LABEL_GRACE: str(plan.stop_timeout_s)}
     if plan.pre_stop is not None:
@@ -256,7 +257,7 @@ def pod_status(container: Any, root: Path) -> PodStatus:
         message = ""
     return PodStatus(
         name=name,
-        role=(attrs.get("Config") or {}).get("Labels", {}).get(wk.DOCKER_LABEL_ROLE, ""),
+        role=(attrs.get("Config") or {}).get("Labels", {}).get(host_wk.DOCKER_LABEL_ROLE, ""),
         state=str(st.get("Status", "unknown")),
         health=str(health.get("Status", "")),
         ip=next(iter(ips), ""),

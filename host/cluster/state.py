@@ -12,8 +12,8 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.plan import HostFile
 
 # A cluster name names Docker objects and its state directory, so it is a DNS label: no name ('', '..',
@@ -23,8 +23,8 @@ _NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def state_root(env: Mapping[str, str]) -> Path:
-    if env.get(wk.ENV_STATE_DIR):
-        return Path(env[wk.ENV_STATE_DIR])
+    if env.get(host_wk.ENV_STATE_DIR):
+        return Path(env[host_wk.ENV_STATE_DIR])
     base = Path(env["XDG_STATE_HOME"]) if env.get("XDG_STATE_HOME") else Path.home() / ".local" / "state"
     return base / "slurmpod" / "clusters"
 

@@ -18,6 +18,7 @@ import pytest
 from slurmpod import nodestate
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import cli, jobs, lifecycle, runtime
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.jobs import JobRecord
 
 NAME = "sptest"
@@ -187,7 +188,7 @@ def own_cluster(docker_client: Any, name: str, flavor: str, workers: int, state_
     from slurmpod_host.cluster import demo
 
     demo.ensure_images(flavor, sys.stderr)
-    env = {**os.environ, wk.ENV_STATE_DIR: str(state_root)}
+    env = {**os.environ, host_wk.ENV_STATE_DIR: str(state_root)}
     run_slurmpod(env, "cluster", "down", "--name", name, timeout=120)  # leftovers of an aborted run
     try:
         up = run_slurmpod(env, "cluster", "up", "--name", name, *up_args, "--workers", str(workers),
@@ -198,7 +199,7 @@ def own_cluster(docker_client: Any, name: str, flavor: str, workers: int, state_
         sys.stderr.write(up.stdout)
         with pytest.MonkeyPatch.context() as mp:
             # cli.attach and lifecycle read the state dir from the env: set while the tests run.
-            mp.setenv(wk.ENV_STATE_DIR, str(state_root))
+            mp.setenv(host_wk.ENV_STATE_DIR, str(state_root))
             cluster = cli.attach(docker_client, name)
             assert cluster is not None, up.stdout
             yield Session(cluster, docker_client, flavor, env)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from clusterkit import NAME, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
 
-from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError
 from slurmpod_host.cluster import cli, demo, runtime
+from slurmpod_host.cluster import well_known as host_wk
 
 TEARDOWN_FILE = "test_cluster_teardown.py"
 
@@ -45,9 +45,9 @@ def docker_client() -> Any:
 def session(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     demo.ensure_images(flavor, sys.stderr)
     state_root = tmp_path_factory.mktemp("cluster-state")
-    env = {**os.environ, wk.ENV_STATE_DIR: str(state_root)}
+    env = {**os.environ, host_wk.ENV_STATE_DIR: str(state_root)}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(wk.ENV_STATE_DIR, str(state_root))  # for the in-process helpers (cli.attach)
+        mp.setenv(host_wk.ENV_STATE_DIR, str(state_root))  # for the in-process helpers (cli.attach)
         run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)  # leftovers of an aborted run
         up = run_slurmpod(env, "cluster", "up", "--name", NAME, "--workers", str(WORKERS), "--flavor", flavor,
                           "--timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 120)
@@ -65,4 +65,4 @@ def session(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFa
 
 @pytest.fixture(scope="session")
 def state_dir(session: Session) -> Path:
-    return Path(session.env[wk.ENV_STATE_DIR]) / NAME
+    return Path(session.env[host_wk.ENV_STATE_DIR]) / NAME

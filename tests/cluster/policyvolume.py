@@ -8,7 +8,7 @@ from pathlib import Path
 
 from clusterkit import NAME, Session
 
-from slurmpod import well_known as wk
+from slurmpod_host.cluster import well_known as host_wk
 
 POLICY_VOLUME = "policy"
 
@@ -19,7 +19,7 @@ class PolicyVolume:
     """The controller's mounted `policy` ConfigMap, updated in kubelet's atomic-writer way."""
 
     def __init__(self, session: Session) -> None:
-        self.base = Path(session.env[wk.ENV_STATE_DIR]) / NAME / "pods" / session.cluster.controller / "volumes" \
+        self.base = Path(session.env[host_wk.ENV_STATE_DIR]) / NAME / "pods" / session.cluster.controller / "volumes" \
             / POLICY_VOLUME
         assert (self.base / "..data").is_symlink(), f"no `{POLICY_VOLUME}` volume on the controller: {self.base}"
         self.original = os.readlink(self.base / "..data")

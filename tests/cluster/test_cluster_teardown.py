@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from clusterkit import NAME, Session, wait_for
 
-from slurmpod import well_known as wk
 from slurmpod_host.cluster import runtime
+from slurmpod_host.cluster import well_known as host_wk
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
@@ -34,7 +34,7 @@ def test_down_after_docker_kill(session: Session, state_dir: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert f"removed container {victim}" in down.stdout
     assert runtime.find(client, NAME).empty
-    flt = {"label": f"{wk.DOCKER_LABEL_CLUSTER}={NAME}"}
+    flt = {"label": f"{host_wk.DOCKER_LABEL_CLUSTER}={NAME}"}
     assert client.containers.list(all=True, filters=flt) == []
     assert client.networks.list(filters=flt) == []
     assert client.volumes.list(filters=flt) == []

@@ -124,7 +124,7 @@ def _pod(tmp_path: Path, role: str, spec: str = podkit.SPEC_BASIC) -> tuple[dict
 
 def test_db_plan(tmp_path: Path) -> None:
     env, settings = _pod(tmp_path, "db")
-    p = start.plan("db", env, settings)
+    p = podkit.plan("db", env, settings)
     assert [prog.name for prog in p.programs] == ["mariadbd"]
     assert p.keys == ()  # no Slurm daemon, no auth key
     (init,) = p.files
@@ -135,7 +135,7 @@ def test_db_plan(tmp_path: Path) -> None:
 
 def test_accounting_plan(tmp_path: Path) -> None:
     env, settings = _pod(tmp_path, "accounting")
-    p = start.plan("accounting", env, settings)
+    p = podkit.plan("accounting", env, settings)
     assert [prog.name for prog in p.programs] == ["munged", "slurmdbd"]
     (conf,) = p.files
     assert (conf.path, conf.mode, conf.uid, conf.gid) == (wk.SLURMDBD_CONF, 0o600, wk.SLURM_UID, wk.SLURM_UID)
@@ -143,12 +143,12 @@ def test_accounting_plan(tmp_path: Path) -> None:
     assert "AuthAltTypes=auth/jwt" in conf.content
     assert [(k.dest, k.user) for k in p.keys] == [(wk.MUNGE_KEY, "munge"), (wk.JWT_KEY, "slurm")]
     with pytest.raises(BadInput, match="SLURMPOD_DB_HOST"):
-        start.plan("accounting", {**env, "SLURMPOD_DB_HOST": "db;x"}, settings)
+        podkit.plan("accounting", {**env, "SLURMPOD_DB_HOST": "db;x"}, settings)
 
 
 def test_restapi_plan(tmp_path: Path) -> None:
     env, settings = _pod(tmp_path, "restapi")
-    p = start.plan("restapi", env, settings)
+    p = podkit.plan("restapi", env, settings)
     assert [prog.name for prog in p.programs] == ["munged", "sackd", "slurmrestd"]
     rest = p.programs[-1]
     assert rest.user == wk.SLURMRESTD_USER
@@ -157,16 +157,16 @@ def test_restapi_plan(tmp_path: Path) -> None:
 
 def test_controller_plan_with_accounting(tmp_path: Path) -> None:
     env, settings = _pod(tmp_path, "controller", podkit.SPEC_BASIC + ACCOUNTING)
-    p = start.plan("controller", env, settings)
+    p = podkit.plan("controller", env, settings)
     assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "accounting-setup"]
     assert (wk.JWT_KEY, "slurm") in [(k.dest, k.user) for k in p.keys]
     slurmctld = next(prog for prog in p.programs if prog.name == "slurmctld")
     assert f"/dev/tcp/slurmpod-accounting-0/{wk.SLURMDBD_PORT}" in slurmctld.script
     with pytest.raises(BadInput, match="SLURMPOD_ACCOUNTING_HOST"):
-        start.plan("controller", {k: v for k, v in env.items() if k != "SLURMPOD_ACCOUNTING_HOST"}, settings)
+        podkit.plan("controller", {k: v for k, v in env.items() if k != "SLURMPOD_ACCOUNTING_HOST"}, settings)
     os.unlink(settings.jwt_key)
     with pytest.raises(BadInput, match="jwt key secret"):  # restapi on: the key must be mounted
-        start.plan("controller", env, settings)
+        podkit.plan("controller", env, settings)
 
 
 class Sacctmgr:

@@ -25,7 +25,6 @@ import pytest
 import yaml
 
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import start
 from slurmpod.errors import BadInput
 
 CORPUS_FILE = paths.UNIT / "corpus" / "malformed.yaml"
@@ -88,7 +87,7 @@ def _run(case: dict[str, Any], root: Path) -> Outcome:
     pod, argv, env = _prepare(case, root)
     if argv[0] == "entrypoint":
         try:
-            start.plan(argv[1], env, start.Settings.from_env(env))
+            podkit.plan(argv[1], env)
         except BadInput:
             pass
         except Exception as exc:

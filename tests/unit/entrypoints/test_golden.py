@@ -50,7 +50,7 @@ def _plan(tmp_path: Path, role: str) -> start.StartPlan:
     spec = podkit.SPEC_PREEMPT if role == "controller" else podkit.SPEC_BASIC
     pod = podkit.make_pod(tmp_path, role, Machine(sockets=2, cores_per_socket=4, threads_per_core=2), spec)
     env = pod.env(role, SLURMPOD_RUN_DIR=wk.RUN_DIR, SLURMPOD_GRACE_SECONDS="60")
-    return start.plan(role, env, start.Settings.from_env(env))  # plan only: nothing is written
+    return podkit.plan(role, env)  # plan only: nothing is written
 
 
 @pytest.mark.parametrize("role", wk.ROLES)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -132,6 +133,19 @@ def same_script_shape(script: str, base: str) -> None:
     assert len(shlex.split(lines[-1])) == len(shlex.split(base_lines[-1]))
 
 
+def same_supervisord_conf(conf: str, base: str, **pod: str) -> None:
+    """The benign supervisord.conf, but for the programs' environment, which holds the pod's own values
+    (``pod``: POD_NAME=..., SLURMPOD_CONTROLLER=...) as whole KEY="value" pairs and nothing else."""
+    lines, base_lines = conf.splitlines(), base.splitlines()
+    env = [i for i, line in enumerate(lines) if line.startswith("environment=")]
+    assert env == [i for i, line in enumerate(base_lines) if line.startswith("environment=")] and len(env) == 1
+    assert lines[:env[0]] + lines[env[0] + 1:] == base_lines[:env[0]] + base_lines[env[0] + 1:]
+    pairs = dict(re.findall(r'([A-Z_]+)="([^"]*)"', lines[env[0]]))
+    base_pairs = dict(re.findall(r'([A-Z_]+)="([^"]*)"', base_lines[env[0]]))
+    assert lines[env[0]] == "environment=" + ",".join(f'{k}="{v}"' for k, v in pairs.items())
+    assert pairs.keys() == base_pairs.keys() and pod.items() <= pairs.items()
+
+
 def _refusal_names_fields(exc: BadInput) -> None:
     event("refused")  # `pytest --hypothesis-show-statistics` shows how often each path is taken
     assert exc.problems
@@ -144,7 +158,7 @@ def _refusal_names_fields(exc: BadInput) -> None:
 def worker(tmp_path_factory: pytest.TempPathFactory) -> tuple[podkit.Pod, start.StartPlan]:
     pod = podkit.make_pod(tmp_path_factory.mktemp("worker"), "worker")
     env = pod.env("worker", SLURMPOD_SLURM_VERSION="25.05")
-    return pod, start.plan("worker", env, start.Settings.from_env(env))
+    return pod, podkit.plan("worker", env)
 
 
 WORKER_VALID = {
@@ -187,7 +201,7 @@ def test_worker_inputs_cannot_add_lines_or_keys(
         SLURMPOD_CONTROLLER=controller,
     )
     try:
-        plan = start.plan("worker", env, start.Settings.from_env(env))
+        plan = podkit.plan("worker", env)
     except BadInput as exc:
         _refusal_names_fields(exc)
         return
@@ -218,7 +232,8 @@ def test_worker_inputs_cannot_add_lines_or_keys(
         if f.path.endswith("/gres.conf"):
             assert len(f.content.splitlines()) == len(plan.node.gpus)
 
-    assert plan.supervisord_conf == base.supervisord_conf
+    same_supervisord_conf(plan.supervisord_conf, base.supervisord_conf, POD_NAME=pod_name,
+                          SLURMPOD_CONTROLLER=controller)
     for prog, base_prog in zip(plan.programs, base.programs, strict=True):
         assert prog.name == base_prog.name
         if prog.name != "slurmd" or not unit:  # a placement adds `--extra JSON`: two more words
@@ -236,7 +251,7 @@ def test_worker_inputs_cannot_add_lines_or_keys(
 def login(tmp_path_factory: pytest.TempPathFactory) -> tuple[podkit.Pod, start.StartPlan]:
     pod = podkit.make_pod(tmp_path_factory.mktemp("login"), "login")
     env = pod.env("login")
-    return pod, start.plan("login", env, start.Settings.from_env(env))
+    return pod, podkit.plan("login", env)
 
 
 @SETTINGS
@@ -248,12 +263,13 @@ def test_login_inputs_cannot_add_lines(
     pod_name, controller, cluster = values["pod_name"] or "", values["controller"] or "", values["cluster"] or ""
     env = pod.env("login", POD_NAME=pod_name, SLURMPOD_CONTROLLER=controller, SLURMPOD_CLUSTER_NAME=cluster)
     try:
-        plan = start.plan("login", env, start.Settings.from_env(env))
+        plan = podkit.plan("login", env)
     except BadInput as exc:
         _refusal_names_fields(exc)
         return
     event("accepted")
-    assert plan.supervisord_conf == base.supervisord_conf
+    same_supervisord_conf(plan.supervisord_conf, base.supervisord_conf, POD_NAME=pod_name,
+                          SLURMPOD_CONTROLLER=controller)
     for prog, base_prog in zip(plan.programs, base.programs, strict=True):
         same_script_shape(prog.script, base_prog.script)
     sackd = next(p for p in plan.programs if p.name == "sackd")
@@ -302,7 +318,7 @@ def test_cluster_spec_names_cannot_add_lines_or_keys(controller_pod: podkit.Pod,
     )
     env = pod.env("controller", POD_NAME=pod_name)
     try:
-        plan = start.plan("controller", env, start.Settings.from_env(env))
+        plan = podkit.plan("controller", env)
     except BadInput as exc:
         _refusal_names_fields(exc)
         return
@@ -313,7 +329,7 @@ def test_cluster_spec_names_cannot_add_lines_or_keys(controller_pod: podkit.Pod,
     pod.spec.write_text(
         _spec(cluster="c", partition="p", nodeset="n", feature="f", max_time="INFINITE", preempt=mode), encoding="utf-8"
     )
-    base = start.plan("controller", pod.env("controller"), start.Settings.from_env(pod.env("controller")))
+    base = podkit.plan("controller", pod.env("controller"))
     base_conf = next(f.content for f in base.files if f.path == wk.SLURM_CONF)
     assert shape(slurm_conf) == shape(base_conf)
     lines = dict(
@@ -323,7 +339,7 @@ def test_cluster_spec_names_cannot_add_lines_or_keys(controller_pod: podkit.Pod,
     part = next(line for line in slurm_conf.splitlines() if line.startswith("PartitionName="))
     assert parse_conf(part)["PartitionName"] == partition
     assert parse_conf(part)["Nodes"] == nodeset
-    assert plan.supervisord_conf == base.supervisord_conf
+    same_supervisord_conf(plan.supervisord_conf, base.supervisord_conf, POD_NAME=pod_name)
     for prog, base_prog in zip(plan.programs, base.programs, strict=True):
         same_script_shape(prog.script, base_prog.script)
 
@@ -377,8 +393,8 @@ def test_strategies_reach_both_outcomes(tmp_path: Path) -> None:
     """Guard against a vacuous property: benign and hostile values take the two different paths."""
     pod = podkit.make_pod(tmp_path)
     good = pod.env(SLURMPOD_SLURM_VERSION="25.05", SLINKY_TOPOLOGY="tree:s1")
-    plan = start.plan("worker", good, start.Settings.from_env(good))
+    plan = podkit.plan("worker", good)
     assert plan.node is not None and "Topology=tree:s1" in plan.node.conf_string()
     bad = pod.env(SLURMPOD_SLURM_VERSION="25.05", SLINKY_TOPOLOGY="tree:s1\nNodeName=x")
     with pytest.raises(BadInput):
-        start.plan("worker", bad, start.Settings.from_env(bad))
+        podkit.plan("worker", bad)

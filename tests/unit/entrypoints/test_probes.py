@@ -8,9 +8,9 @@ import pytest
 from fakes.slurm_client import FakeSlurm
 from fakes.supervisor import FakeSupervisor
 
-from slurmpod import reasons
+from slurmpod import podinfo, reasons
 from slurmpod import well_known as wk
-from slurmpod.entrypoints.probes import live, ready, role_of
+from slurmpod.entrypoints.probes import live, ready
 from slurmpod.entrypoints.supervisor import ProgramStatus
 from slurmpod.errors import TransientError
 from slurmpod.slurm import SlurmRefused
@@ -128,4 +128,4 @@ def test_role_of(tmp_path: Path, labels: str | None, env_role: str | None, role:
     env = {wk.ENV_PODINFO_DIR: str(tmp_path)}
     if env_role:
         env[wk.ENV_POD_ROLE] = env_role
-    assert role_of(env) == role
+    assert podinfo.identity(env).role == role

@@ -16,7 +16,6 @@ from podkit import Machine
 
 from slurmpod import __version__, cli
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import start
 
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
 GOLDEN = paths.UNIT / "golden"
@@ -63,7 +62,7 @@ def test_render_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert list(pod.run_dir.iterdir()) == []
     # exactly what the worker's run script execs, built by the same plan pod start uses
     env = {**pod.env("worker"), "SLURMPOD_CPU_LIMIT": "2000", "SLURMPOD_MEMORY_LIMIT": "8192"}
-    plan = start.plan("worker", env, start.Settings.from_env(env))
+    plan = podkit.plan("worker", env)
     slurmd = next(p for p in plan.programs if p.name == "slurmd")
     assert f"exec {out.strip()}" == slurmd.script.rstrip("\n").splitlines()[-1]
 

@@ -16,7 +16,7 @@ from podkit import Machine
 
 from slurmpod import cli
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import slinky, start
+from slurmpod.entrypoints import nodespec, slinky, start
 from slurmpod.errors import BadInput
 
 SERVER = "slurm-controller.slurm:6817"
@@ -79,10 +79,13 @@ def test_plan_from_the_operators_contract(tmp_path: Path) -> None:
     pod = podkit.make_pod(tmp_path, "worker", MACHINE)
     podkit.write_key(pod.slurm_key)
     env = _slinky_env(pod, SLURMPOD_SLURM_KEY_FILE=str(pod.slurm_key))
-    p = start.plan("worker", env, start.Settings.from_env(env), slinky.parse(OPERATOR_ARGS))
+    p = podkit.plan("worker", env, operator=slinky.parse(OPERATOR_ARGS))
     assert p.pod.name == "slurm-worker-gpu-a-0"
     assert p.pod.controller == SERVER
     assert not any(prog.name == "munged" for prog in p.programs)  # auth/slurm
+    # What pod start completed reaches the programs through supervisord.conf, not its own environment.
+    assert (f'environment=POD_NAME="slurm-worker-gpu-a-0",POD_NAMESPACE="default",SLURMPOD_CONTROLLER="{SERVER}",'
+            'SLURMPOD_AUTH="slurm"') in p.supervisord_conf.splitlines()
     slurmd = next(prog for prog in p.programs if prog.name == "slurmd")
     # 8 CPUs on 4 cores; POD_CPUS=2 keeps 1 core, POD_MEMORY=4096 keeps 4096 of 16384 MiB.
     assert slurmd.argv[:7] == (
@@ -99,7 +102,7 @@ def test_the_key_where_slinky_mounts_it_is_used_in_place(tmp_path: Path, monkeyp
     settings = start.Settings.from_env(env)
     podkit.write_key(pod.slurm_key)
     monkeypatch.setattr(start.secrets, "read_key", lambda path, field: start.secrets.Key(b"k" * 64, str(path)))
-    p = start.plan("worker", env, settings, slinky.parse(OPERATOR_ARGS))
+    p = podkit.plan("worker", env, settings, slinky.parse(OPERATOR_ARGS))
     assert p.keys == ()  # nothing written into Slinky's read-only /etc/slurm
 
 
@@ -112,8 +115,8 @@ def test_operator_values_replace_ours_and_drop_the_reservations_they_void() -> N
     assert "Features=ns,workers" in conf and conf.endswith("Weight=3")
 
 
-def podkit_node() -> start.nodespec.NodeSpec:
-    return start.nodespec.NodeSpec(
+def podkit_node() -> nodespec.NodeSpec:
+    return nodespec.NodeSpec(
         name="w-0", cpus=4, sockets=1, cores_per_socket=4, threads_per_core=1, real_memory_mib=8192,
         core_spec_count=1, mem_spec_limit_mib=4096, features=("workers",), gpus=(), weight=None, topology=None)
 
@@ -128,7 +131,7 @@ def test_slurmd_args_are_for_workers_only(tmp_path: Path) -> None:
     pod = podkit.make_pod(tmp_path, "login")
     env = pod.env("login")
     with pytest.raises(BadInput):
-        start.plan("login", env, start.Settings.from_env(env), slinky.parse(OPERATOR_ARGS))
+        podkit.plan("login", env, operator=slinky.parse(OPERATOR_ARGS))
 
 
 def test_render_node_previews_the_slinky_worker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

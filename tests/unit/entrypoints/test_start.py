@@ -24,7 +24,7 @@ SLURMPOD = Path(sys.executable).with_name("slurmpod")
 
 def _plan(pod: podkit.Pod, role: str, **env: str | None) -> start.StartPlan:
     e = pod.env(role, **env)
-    return start.plan(role, e, start.Settings.from_env(e))
+    return podkit.plan(role, e)
 
 
 def test_settings_from_env_defaults() -> None:

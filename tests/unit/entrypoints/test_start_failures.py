@@ -23,7 +23,7 @@ import pytest
 
 from slurmpod import hardware, podinfo
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import nodespec, secrets, start
+from slurmpod.entrypoints import nodespec, secrets, start, writer
 from slurmpod.slurm_version import SlurmVersion
 
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
@@ -35,7 +35,7 @@ SLURMPOD = Path(sys.executable).with_name("slurmpod")
 def test_missing_home_is_made_owned_and_private(tmp_path: Path) -> None:
     home = tmp_path / "home" / "researcher"
     home.parent.mkdir()
-    start._make_home(start.OutDir(str(home), 4321, 4322, 0o750, home=True))
+    writer.make_home(start.OutDir(str(home), 4321, 4322, 0o750, home=True))
     st = home.stat()
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4322, 0o750)
 
@@ -46,7 +46,7 @@ def test_existing_home_keeps_owner_and_mode(tmp_path: Path) -> None:
     os.chown(home, 1234, 1235)
     home.chmod(0o711)
     (home / ".bashrc").write_text("# theirs\n")
-    start._make_home(start.OutDir(str(home), 4321, 4322, 0o750, home=True))
+    writer.make_home(start.OutDir(str(home), 4321, 4322, 0o750, home=True))
     st = home.stat()
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 1235, 0o711)
     assert (home / ".bashrc").read_text() == "# theirs\n"
@@ -65,10 +65,10 @@ def test_home_that_cannot_be_made_is_a_warning(tmp_path: Path, caplog: pytest.Lo
     with pytest.raises(OSError) as probe:  # what the kernel says to a plain mkdir here
         home.mkdir()
     assert probe.value.errno == err
-    with caplog.at_level(logging.WARNING, logger="slurmpod.entrypoints.start"):
-        start._make_home(start.OutDir(str(home), 4321, 4322, 0o750, home=True))
+    with caplog.at_level(logging.WARNING, logger="slurmpod.entrypoints.writer"):
+        writer.make_home(start.OutDir(str(home), 4321, 4322, 0o750, home=True))
     assert not home.exists()
-    (record,) = [r for r in caplog.records if r.name == "slurmpod.entrypoints.start"]
+    (record,) = [r for r in caplog.records if r.name == "slurmpod.entrypoints.writer"]
     assert record.levelno == logging.WARNING and "home directory not made" in record.getMessage()
     assert record.ctx["path"] == str(home)  # type: ignore[attr-defined]
 
@@ -77,7 +77,7 @@ def test_apply_goes_on_past_a_home_it_cannot_make(tmp_path: Path) -> None:
     pod = podkit.make_pod(tmp_path / "pod", "worker")
     env = pod.env("worker")
     settings = start.Settings.from_env(env)
-    p = start.plan("worker", env, settings)
+    p = podkit.plan("worker", env, settings)
     (tmp_path / "a-file").write_text("")
     bad_home = start.OutDir(str(tmp_path / "a-file" / "researcher"), 4321, 4322, 0o750, home=True)
     good_home = start.OutDir(str(tmp_path / "home" / "alice"), 4323, 4324, 0o750, home=True)
@@ -85,7 +85,7 @@ def test_apply_goes_on_past_a_home_it_cannot_make(tmp_path: Path) -> None:
     # Only what lands under tmp: the run dir, two homes, no keys or /etc files.
     p = dataclasses.replace(p, dirs=(start.OutDir(str(pod.run_dir / "bin"), 0, 0, 0o755), bad_home, good_home),
                             keys=(), files=())
-    conf = start.apply(p, settings)
+    conf = writer.apply(p, settings.run_dir)
     assert conf == pod.run_dir / wk.SUPERVISORD_CONF and conf.read_text() == p.supervisord_conf
     assert (tmp_path / "home" / "alice").stat().st_uid == 4323
     assert sorted(x.name for x in (pod.run_dir / "bin").iterdir()) == sorted(prog.name for prog in p.programs)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from slurmpod import kubelet_format
 from slurmpod import well_known as wk
+from slurmpod.entrypoints import slinky, start
 
 KEY_BYTES = 1024  # what `mungekey` makes
 POD = "slurmpod-worker-0"
@@ -224,3 +225,10 @@ def make_pod(root: Path, role: str = "worker", machine: Machine = Machine(), spe
     pod.run_dir.mkdir(parents=True, exist_ok=True)
     pod.tlog.write_text("")
     return pod
+
+
+def plan(role: str, env: dict[str, str], settings: start.Settings | None = None,
+         operator: slinky.SlurmdArgs | None = None) -> start.StartPlan:
+    """What pod start plans for ``role``: its input loaded from ``env`` once, then the plan from it."""
+    inp = start.load(role, env, settings or start.Settings.from_env(env), operator)
+    return start.plan(inp, start.Adapters())

@@ -20,9 +20,14 @@ eth0\t000012AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0
 """
 OTHER_UID = 4321
 
+def _from_pod(env: dict[str, str], routes: str, placement: str | None) -> TaskEnv:
+    """The worker's start: its settings from the env, its Kubernetes node from the pod's NODE_NAME."""
+    return task_env.from_pod(task_env.Inputs.from_env(env), env.get(wk.ENV_NODE_NAME, ""), routes, placement)
+
+
 
 def test_pod_defaults_export_the_default_route_interface_and_a_scratch_base() -> None:
-    got = task_env.from_pod({wk.ENV_NODE_NAME: "gke-a3-pool-1"}, ROUTES, "block1/host3")
+    got = _from_pod({wk.ENV_NODE_NAME: "gke-a3-pool-1"}, ROUTES, "block1/host3")
     assert got == TaskEnv(
         (("NCCL_SOCKET_IFNAME", "eth0"), (wk.TASK_ENV_TOPOLOGY, "block1/host3"),
          (wk.TASK_ENV_K8S_NODE, "gke-a3-pool-1")),
@@ -43,18 +48,18 @@ def test_pod_defaults_export_the_default_route_interface_and_a_scratch_base() ->
     ids=["ifname-set", "ifname-off", "topo-file", "no-scratch", "scratch-base-trailing-slash"],
 )
 def test_pod_settings(env: dict[str, str], exports: list[tuple[str, str]], base: str | None, tmpdir: bool) -> None:
-    assert task_env.from_pod(env, ROUTES, None) == TaskEnv(tuple(exports), base, tmpdir)
+    assert _from_pod(env, ROUTES, None) == TaskEnv(tuple(exports), base, tmpdir)
 
 
 def test_no_default_route_exports_no_interface() -> None:
-    assert task_env.from_pod({}, ROUTES.splitlines()[0], None).exports == ()
+    assert _from_pod({}, ROUTES.splitlines()[0], None).exports == ()
 
 
 def test_every_bad_pod_setting_is_reported_at_once() -> None:
     env = {wk.ENV_NCCL_SOCKET_IFNAME: "eth0\nexport LD_PRELOAD=/tmp/x.so", wk.ENV_NCCL_TOPO_FILE: "topo.xml",
            wk.ENV_SCRATCH_BASE: "/tmp/a b", wk.ENV_SCRATCH_TMPDIR: "yes", wk.ENV_NODE_NAME: "node\n1"}
     with pytest.raises(BadInput) as err:
-        task_env.from_pod(env, ROUTES, "block1/host3\nexport X=1")
+        _from_pod(env, ROUTES, "block1/host3\nexport X=1")
     fields = [p.field for p in err.value.problems]
     assert fields == [wk.ENV_NCCL_SOCKET_IFNAME, wk.ENV_NCCL_TOPO_FILE, f"annotation {wk.ANNOTATION_TOPOLOGY}",
                       wk.ENV_NODE_NAME, wk.ENV_SCRATCH_BASE, wk.ENV_SCRATCH_TMPDIR]
@@ -62,7 +67,7 @@ def test_every_bad_pod_setting_is_reported_at_once() -> None:
 
 
 def test_the_file_round_trips_and_a_hand_edited_one_cannot_add_a_line() -> None:
-    te = task_env.from_pod({}, ROUTES, "block1/host3")
+    te = _from_pod({}, ROUTES, "block1/host3")
     assert task_env.parse(task_env.render(te)) == te
     for bad in ('{"exports": [["X", "1\\nexport LD_PRELOAD=/x"]], "scratch_base": null, "scratch_tmpdir": true}',
                 '{"exports": [["X=1 Y", "1"]], "scratch_base": null, "scratch_tmpdir": true}',

@@ -15,6 +15,7 @@ import pytest
 
 from slurmpod import well_known as wk
 from slurmpod_host.cluster import cli, manifests, podspec, runtime
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.plan import Mount, MountKind
 
 PARAMS = podspec.ClusterParams(name="demo", subnet=ipaddress.IPv4Network("10.213.9.0/24"),
@@ -39,7 +40,7 @@ def _attrs(status: str, health: dict[str, Any] | None = None, restarts: int = 0,
         "Name": "/demo-worker-0",
         "State": state,
         "RestartCount": restarts,
-        "Config": {"Labels": {wk.DOCKER_LABEL_ROLE: "worker"}},
+        "Config": {"Labels": {host_wk.DOCKER_LABEL_ROLE: "worker"}},
         "NetworkSettings": {"Networks": {"demo-net": {"IPAddress": "10.213.9.3"}}},
     }
 

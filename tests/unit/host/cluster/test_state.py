@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
 from slurmpod_host.cluster import state
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.plan import HostFile
 
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
@@ -20,7 +20,7 @@ SLURMPOD = Path(sys.executable).with_name("slurmpod")
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({wk.ENV_STATE_DIR: "/s"}, Path("/s/c")),
+        ({host_wk.ENV_STATE_DIR: "/s"}, Path("/s/c")),
         ({"XDG_STATE_HOME": "/x"}, Path("/x/slurmpod/clusters/c")),
         ({}, Path.home() / ".local/state/slurmpod/clusters/c"),
     ],
@@ -62,7 +62,7 @@ BAD_IDS = ["empty", "dot", "dotdot", "slash", "nested", "parent", "absolute", "u
 @pytest.mark.parametrize("name", BAD_NAMES, ids=BAD_IDS)
 def test_a_name_that_could_leave_the_state_root_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(BadInput) as exc:
-        state.state_dir(name, {wk.ENV_STATE_DIR: str(tmp_path / "root")})
+        state.state_dir(name, {host_wk.ENV_STATE_DIR: str(tmp_path / "root")})
     (problem,) = exc.value.problems
     assert (problem.field, problem.value) == ("--name", name)
 
@@ -71,7 +71,7 @@ def test_a_name_that_could_leave_the_state_root_is_refused(tmp_path: Path, name:
                                                                                      "dashes", "63-chars"])
 def test_dns_label_names_stay_under_the_root(tmp_path: Path, name: str) -> None:
     root = tmp_path / "root"
-    path = state.state_dir(name, {wk.ENV_STATE_DIR: str(root)})
+    path = state.state_dir(name, {host_wk.ENV_STATE_DIR: str(root)})
     assert path.parent == root and path.name == name
 
 
@@ -84,7 +84,7 @@ def test_cluster_command_refuses_the_name_before_docker(tmp_path: Path, command:
     (root / "other").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMPOD_")}
     # Any Docker call would fail with exit 1 against this socket; exit 2 proves none was made.
-    env.update({wk.ENV_STATE_DIR: str(root), "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
+    env.update({host_wk.ENV_STATE_DIR: str(root), "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
     proc = subprocess.run([str(SLURMPOD), "cluster", command, "--name", name], env=env, capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == 2, proc.stderr

@@ -1,0 +1,13 @@
+"""Names only the host side uses: the pods-in-Docker emulator's Docker labels and its state directory.
+
+The pod side's names (env, files, labels, annotations, ports) are in slurmpod/well_known.py.
+"""
+
+# Emulated-cluster bookkeeping: Docker labels `slurmpod cluster up` sets on every object, `down` reads.
+# Ref: https://docs.docker.com/engine/manage-resources/labels/
+DOCKER_LABEL_CLUSTER = "io.slurmpod.cluster"
+DOCKER_LABEL_ROLE = "io.slurmpod.role"
+# Where `slurmpod cluster up` keeps a cluster's host files (munge key, podinfo, termination logs);
+# default $XDG_STATE_HOME/slurmpod/clusters (~/.local/state/slurmpod/clusters).
+# Ref: https://specifications.freedesktop.org/basedir-spec/latest/
+ENV_STATE_DIR = "SLURMPOD_STATE_DIR"
