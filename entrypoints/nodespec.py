@@ -75,7 +75,7 @@ class NodeSpec:
             out.append(("Features", ",".join(self.features)))
         if self.weight is not None:
             out.append(("Weight", str(self.weight)))
-        # Never an empty Topology=: it would swallow the next item (Slinky issue 261).
+        # Never an empty Topology=: slurmd would read the next item as its value.
         if self.topology:
             out.append(("Topology", self.topology))
         given = dict(self.overrides)

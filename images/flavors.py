@@ -116,7 +116,7 @@ class Flavor:
             return ("slurmd", "openssh-server", "libpam-slurm-adopt", NVML_PLUGIN_PACKAGE, JWT_PLUGIN_PACKAGE)
         if role == "login":
             # openssh-client: users ssh from here into their allocations (pam_slurm_adopt on the workers);
-            # forky's openssh-server no longer pulls it in.
+            # forky's openssh-server does not pull it in.
             return ("slurm-client", *(("sackd",) if self.has_sackd else ()), "openssh-server", "openssh-client",
                     JWT_PLUGIN_PACKAGE)
         if role == "accounting":

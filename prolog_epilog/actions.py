@@ -71,7 +71,7 @@ def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: S
     if context is Context.STARTUP or slurm is None or not node:
         return Action.NONE
     if failure is None and context is not Context.PERIODIC:
-        return Action.NONE  # Ref: the healthy prolog path makes no RPC (issue 7)
+        return Action.NONE  # the healthy prolog path makes no RPC: it must cost a job nothing
     from slurmpod import reasons  # noqa: PLC0415 - with nodestate, tens of ms the healthy prolog skips
     try:
         current = slurm.node(node, timeout=RPC_TIMEOUT)

@@ -43,12 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     repo = image_build.find_repo()
     report = Report()
     if "render" in parts:
-        # Issue 9: parse, place, lay out and render 10,000 labelled nodes per format, under 1 s.
+        # Topology: parse, place, lay out and render 10,000 labelled nodes per format, under 1 s.
         topology.render_10k_nodes(report, trials=args.trials)
-        # Issue 7: a full periodic health run, and a prolog run, on 8 GPUs of the C fake libnvidia-ml.
+        # Health: a full periodic health run, and a prolog run, on 8 GPUs of the C fake libnvidia-ml.
         health.periodic_on_fake_gpus(report, repo, args.trials)
         health.prolog_on_fake_gpus(report, repo, args.trials)
-        # Issue 8: the plugin's own cost per call, fast path against Python, outside slurmctld.
+        # Policy plugin: its own cost per call, fast path against Python, outside slurmctld.
         plugin.stand_in(report, repo, args.trials)
     for flavor in flavors if "builds" in parts else []:
         if not args.skip_cold:

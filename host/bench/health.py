@@ -22,7 +22,7 @@ from slurmpod.errors import PermanentError
 from slurmpod_host.bench.report import Figure, Report, median
 from slurmpod_host.cluster import lifecycle, runtime
 
-PERIODIC_FLOOR_S = 1.0  # issue 7: a full periodic check on 8 fake GPUs under 1 s
+PERIODIC_FLOOR_S = 1.0  # floor: a full periodic check on 8 fake GPUs under 1 s
 FAKES = {"libnvidia-ml.so.1": "nvml/fake_nvml.c", "libcudart.so": "cuda/fake_cudart.c",
          "libnccl.so.2": "nccl/fake_nccl.c"}
 EIGHT_HEALTHY_GPUS = "gpus=8\nnvlinks=18\nfabric.state=3\n"
@@ -86,7 +86,7 @@ def periodic_on_fake_gpus(report: Report, repo: Path, trials: int = 7) -> float:
 
 
 def prolog_on_fake_gpus(report: Report, repo: Path, trials: int = 7) -> float:
-    """Median wall time of a healthy prolog on 8 fake GPUs (the in-cluster overhead figure is the lead's)."""
+    """Median wall time of a healthy prolog on 8 fake GPUs."""
     walls, _ = _timed_runs("prolog", trials, repo)
     value = median(walls)
     report.add(Figure(f"healthy prolog, 8 fake GPUs (median of {trials}, whole process)", "s", value,
@@ -94,7 +94,7 @@ def prolog_on_fake_gpus(report: Report, repo: Path, trials: int = 7) -> float:
     return value
 
 
-# --- In the cluster: what slurmpod's prolog adds to a job's start (issue 7: at most 150 ms median) ---
+# --- In the cluster: what slurmpod's prolog adds to a job's start (floor: at most 150 ms median) ---
 
 PROLOG_OVERHEAD_FLOOR_S = 0.150
 OVERHEAD_JOBS = 50

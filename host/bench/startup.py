@@ -16,8 +16,8 @@ from slurmpod.errors import TransientError
 from slurmpod_host.bench.report import Figure, Report, median
 from slurmpod_host.cluster import lifecycle, runtime
 
-START_FLOOR_RATIO = 1.25  # issue 6: start-to-IDLE at most 1.25x a bare slurmd in the same run
-START_ADDED_FLOOR_S = 0.25  # issue 6: the median seconds our start adds over bare, at most
+START_FLOOR_RATIO = 1.25  # floor: start-to-IDLE at most 1.25x a bare slurmd in the same run
+START_ADDED_FLOOR_S = 0.25  # floor: the median seconds our start adds over bare, at most
 PRESTOP_FLOOR_S = 5.0  # issue: preStop to drained-and-requeued at most 5 s
 IDLE_TIMEOUT_S = 60
 

@@ -15,7 +15,7 @@ from slurmpod.topology import kube, sync
 from slurmpod.topology.model import Format
 from slurmpod_host.bench.report import Figure, Report, median
 
-FLOOR_S = 1.0  # issue 9: rendering 10,000 nodes takes under 1 s
+FLOOR_S = 1.0  # floor: rendering 10,000 nodes takes under 1 s
 NODES_PER_SUBBLOCK = 16
 SUBBLOCKS_PER_BLOCK = 25
 

@@ -43,7 +43,7 @@ CRASH_RESTARTS = 3  # a pod restarted this often during `up` is crash-looping
 # Ref: https://man7.org/linux/man-pages/man5/resolv.conf.5.html (options timeout, attempts)
 DNS_OPTIONS = ("timeout:1", "attempts:1")
 NS = 1_000_000_000
-# dockershim's labels, so `docker ps --filter label=io.kubernetes.pod.name=...` works as it used to.
+# The labels a kubelet with dockershim sets, so `docker ps --filter label=io.kubernetes.pod.name=...` finds a pod.
 # Ref: https://github.com/kubernetes/kubernetes/blob/release-1.23/pkg/kubelet/dockershim/labels.go
 LABEL_POD_NAME = "io.kubernetes.pod.name"
 LABEL_POD_NAMESPACE = "io.kubernetes.pod.namespace"

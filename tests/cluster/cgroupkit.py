@@ -1,4 +1,4 @@
-"""The session's cluster with jobs in cgroups (issue 11): GPU isolation and ssh adoption tests.
+"""The session's cluster with jobs in cgroups: GPU isolation and ssh adoption tests.
 
 The cluster spec gets `cgroups: true` (proctrack/cgroup, task/cgroup with ConstrainDevices, PrologFlags
 with Contain) and every worker pod what the chart's `nodesets.<name>.cgroup.access: hostV1` gives it:

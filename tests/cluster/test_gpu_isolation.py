@@ -1,4 +1,4 @@
-"""Per-job GPU isolation with task/cgroup and ConstrainDevices (issue 11, deliverable 2).
+"""Per-job GPU isolation with task/cgroup and ConstrainDevices.
 
 One worker shows 8 fake GPUs (the C fake libnvidia-ml.so.1 of tests/fakes, as in test_gres.py) and has
 real character devices /dev/nvidiaN (NVIDIA's major 195, minor N): gpu/nvml gives slurmd File=/dev/nvidia

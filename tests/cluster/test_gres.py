@@ -1,4 +1,4 @@
-"""GPUs registered as GRES end to end under configless dynamic nodes (issue 7, deliverable 7).
+"""GPUs registered as GRES end to end under configless dynamic nodes.
 
 One worker runs the production worker image with the C fake libnvidia-ml.so.1 (tests/fakes) as the
 driver's library, showing 8 GPUs: slurmpod registers it with Gres=gpu:8 from NVML, and its slurmd finds

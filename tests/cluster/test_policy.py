@@ -1,7 +1,7 @@
 """The job_submit/slurmpod plugin in the cluster's real slurmctld: accept, modify, reject, a policy that
-raises, and a policy edited live (issue 8).
+raises, and a policy edited live.
 
-Needs the wiring the lead adds with the plugin: the controller image carries job_submit_slurmpod.so,
+It relies on this wiring: the controller image carries job_submit_slurmpod.so,
 slurm.conf has JobSubmitPlugins=slurmpod, and controller.yaml mounts the `policy` ConfigMap
 (the chart's `policy` ConfigMap) as a volume named `policy` at /etc/slurmpod-policy. Each test writes its
 own policy the way kubelet updates a mounted ConfigMap: a new `..<stamp>` directory, then `..data`

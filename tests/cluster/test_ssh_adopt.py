@@ -1,4 +1,4 @@
-"""ssh into allocations with pam_slurm_adopt (issue 11, deliverable 3).
+"""ssh into allocations with pam_slurm_adopt.
 
 Every worker's sshd ends its PAM account stack with pam_slurm_adopt (images/dockerfiles/worker.Dockerfile):
 a user with a job on the worker gets in and the session joins that job's extern step, which PrologFlags=

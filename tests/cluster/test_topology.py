@@ -232,7 +232,7 @@ def test_topology_follows_pods_and_places_jobs(session: Session) -> None:
         all_idle(session)
 
         # Larger than any block, with `oversize: reject`: the policy refuses the 3-node job and says why
-        # (issue 9: "a 3-node job behaves as the policy says"), on srun's stderr.
+        # (a 3-node job behaves as the policy says), on srun's stderr.
         policy = PolicyVolume(session)
         try:
             policy.publish({"policy.yaml": PLACEMENT_POLICY.format(plugin=plugin).replace(

@@ -202,7 +202,7 @@ def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavo
 
 
 def test_worker_stays_within_the_mpi_budget(images: dict[str, ImageInfo]) -> None:
-    """Issue 11: the worker with OpenMPI at most 300 MB."""
+    """The worker with OpenMPI is at most 300 MB."""
     assert images["worker"].size <= 300 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
 
 
