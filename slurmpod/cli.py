@@ -165,11 +165,25 @@ def _host_commands(sub: Any, t: Twins) -> None:
         _opt(c, t, "--name", default="slurmpod", help="cluster name (prefix of every Docker object)")
         c.set_defaults(handler=_lazy("slurmpod_host.cluster.cli"))
 
+    _k8s_commands(sub, t)
+
     demo = sub.add_parser("demo", help="build if needed, cluster up, run the demo jobs (host tool)")
     _opt(demo, t, "--flavor", choices=FLAVORS, default="24.11", help="Slurm flavor of the images")
     _opt(demo, t, "--workers", type=int, default=2, help="number of worker pods")
     _opt(demo, t, "--name", default="slurmpod", help="cluster name (prefix of every Docker object)")
     demo.set_defaults(handler=_lazy("slurmpod_host.cluster.demo"))
+
+
+def _k8s_commands(sub: Any, t: Twins) -> None:
+    """`slurmpod k8s`: a local Kubernetes 1.20.2 (slurmpod_host.kube). Paths come from SLURMPOD_K8S_CACHE
+    and SLURMPOD_K8S_STATE_DIR (slurmpod_host.kube.layout)."""
+    k8s = sub.add_parser("k8s", help="a local single-node Kubernetes 1.20.2 on this Docker engine (host tool)")
+    ksub = k8s.add_subparsers(dest="k8s_command", required=True)
+    for name, text in (("build", "build the control plane and kubelet once per machine (cached)"),
+                       ("up", "start etcd, the control plane, a kubelet, kube-proxy and DNS; print KUBECONFIG"),
+                       ("down", "stop it all and remove its containers, bridge, rules and state"),
+                       ("status", "the daemons, nodes and pods")):
+        ksub.add_parser(name, help=text).set_defaults(handler=_lazy("slurmpod_host.kube.cli"))
 
 
 def _pod_commands(sub: Any, t: Twins) -> None:
