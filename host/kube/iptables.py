@@ -45,3 +45,17 @@ def remove_kube_chains() -> None:
                 _run([tool, "-w", "-t", table, "-F", chain])
             for chain in chains:
                 _run([tool, "-w", "-t", table, "-X", chain])
+
+
+BRIDGE_CHAIN = "KUBE-SLURMPOD-BRIDGE"
+
+
+def allow_bridge(bridge: str) -> None:
+    """Let pods on ``bridge`` talk to each other. With br_netfilter loaded (Docker loads it), bridged
+    frames traverse the FORWARD chain, whose policy Docker sets to DROP; kube-proxy's KUBE-FORWARD accepts
+    only established flows. The chain is named KUBE-* so ``remove_kube_chains`` takes it away again.
+    Ref: https://docs.docker.com/engine/network/packet-filtering-firewalls/#docker-on-a-router"""
+    if _run(["iptables", "-w", "-t", "filter", "-N", BRIDGE_CHAIN]).returncode == 0:
+        _run(["iptables", "-w", "-t", "filter", "-A", BRIDGE_CHAIN, "-i", bridge, "-o", bridge, "-j", "ACCEPT"])
+    if _run(["iptables", "-w", "-t", "filter", "-C", "FORWARD", "-j", BRIDGE_CHAIN]).returncode != 0:
+        _run(["iptables", "-w", "-t", "filter", "-I", "FORWARD", "1", "-j", BRIDGE_CHAIN])

@@ -98,6 +98,7 @@ def _bridge(layout: Layout) -> None:
     prefix = ipaddress.ip_network(n.pod_cidr).prefixlen
     _sh(["ip", "addr", "replace", f"{n.gateway}/{prefix}", "dev", n.bridge])
     _sh(["ip", "link", "set", n.bridge, "up"])
+    iptables.allow_bridge(n.bridge)
 
 
 def _configs(layout: Layout) -> None:
@@ -110,7 +111,8 @@ def _configs(layout: Layout) -> None:
     render.write(st / "kube-proxy.yaml", "kube-proxy.yaml", {
         "kubeconfig": str(st / "kube-proxy.kubeconfig"), "pod_cidr": n.pod_cidr, "node_name": NODE_NAME})
     render.write(st / "cni" / "10-slurmpod.conflist", "cni.conflist", {
-        "bridge": n.bridge, "pod_cidr": n.pod_cidr, "gateway": n.gateway, "ipam_dir": str(st / "cni-ipam")},
+        "bridge": n.bridge, "pod_cidr": n.pod_cidr, "gateway": n.gateway, "service_cidr": n.service_cidr,
+        "ipam_dir": str(st / "cni-ipam")},
         0o644)
     layout.hosts_dir.mkdir(parents=True, exist_ok=True)
     (layout.hosts_dir / "cluster").touch()
