@@ -57,7 +57,7 @@ def test_delete_pod_under_a_job_requeues_it_to_the_other_worker(kube: Kube) -> N
     def finished() -> dict[str, object] | None:
         j = kube.job(job)
         return j if j["job_state"] == ["COMPLETED"] or "FAILED" in j["job_state"] else None
-    final, waited = wait_for(f"job {job} completed", finished, RERUN_S)
+    final, _ = wait_for(f"job {job} completed", finished, RERUN_S)
     note(f"requeued job {job} completed {time.monotonic() - started:.1f}s after the delete began")
     assert final["job_state"] == ["COMPLETED"] and final["restart_cnt"] == 1, final
     lines = kube.as_researcher(f"cat requeue-{job}.out && rm -f requeue-{job}.out").stdout.splitlines()
