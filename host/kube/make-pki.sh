@@ -13,11 +13,13 @@ mkdir -p "$dir"
 cd "$dir"
 umask 077
 days=30
+# The extensions a strict verifier requires (Python 3.13's default ssl context: VERIFY_X509_STRICT).
 openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days "$days" \
-    -subj "/CN=slurmpod-k8s-ca" 2>/dev/null
+    -subj "/CN=slurmpod-k8s-ca" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>/dev/null
 sign() {  # NAME SUBJECT EXTENSIONS
     openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
-    printf '%s\n' "$3" >"$1.ext"
+    printf '%s\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n' "$3" >"$1.ext"
     openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days "$days" \
         -extfile "$1.ext" 2>/dev/null
     rm -f "$1.csr" "$1.ext"
