@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
 from slurmpod_host.kube import api, build, components, identities, iptables, leftovers, procs, render
 from slurmpod_host.kube.layout import CLUSTER_DOMAIN, NODE_NAME, Layout
@@ -149,12 +150,22 @@ def running(layout: Layout) -> dict[str, int | None]:
     return {d: procs.running(layout.run, d) for d in components.ORDER}
 
 
+def emulated_pods(client: Any) -> list[str]:
+    """Containers of `slurmpod cluster` (the emulator) on this engine."""
+    return sorted(c.name for c in client.containers.list(filters={"label": wk.DOCKER_LABEL_CLUSTER}))
+
+
 def up(layout: Layout, client: Any, out: TextIO = sys.stdout) -> Up:
     started = time.monotonic()
     now = running(layout)
     if all(now.values()):
         print(f"k8s: already running (KUBECONFIG={layout.kubeconfig})", file=out)
         return Up(0.0, layout.kubeconfig, layout.kubectl)
+    # The emulator's pods carry io.kubernetes.* labels too; a kubelet and the emulator never share an engine.
+    emulated = emulated_pods(client)
+    if emulated:
+        raise PermanentError(f"an emulated cluster runs on this Docker engine ({', '.join(emulated[:4])}): "
+                             "`slurmpod cluster down --name NAME` first")
     if any(now.values()) or not leftovers.find(layout, client).empty:
         with step(out, "leftovers of an earlier cluster: down first"):
             down(layout, client, out)
