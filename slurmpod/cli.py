@@ -184,6 +184,13 @@ def _k8s_commands(sub: Any, t: Twins) -> None:
                        ("down", "stop it all and remove its containers, bridge, rules and state"),
                        ("status", "the daemons, nodes and pods")):
         ksub.add_parser(name, help=text).set_defaults(handler=_lazy("slurmpod_host.kube.cli"))
+    prep = ksub.add_parser("prepare", help="before `helm install`: the namespace, the munge key Secret and "
+                           "PersistentVolumes for the release's claims (there is no provisioner)")
+    _opt(prep, t, "--release", env="SLURMPOD_K8S_RELEASE", default="slurmpod", help="the Helm release name")
+    _opt(prep, t, "--namespace", env="SLURMPOD_K8S_NAMESPACE", default="slurmpod", help="the release's namespace")
+    _opt(prep, t, "--values", env="SLURMPOD_K8S_VALUES", action="append", default=None,
+         help="a values file the release will be installed with (repeatable)")
+    prep.set_defaults(handler=_lazy("slurmpod_host.kube.cli"))
 
 
 def _pod_commands(sub: Any, t: Twins) -> None:
