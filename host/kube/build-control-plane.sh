@@ -19,10 +19,8 @@ export DEBIAN_FRONTEND=noninteractive
 # What a running cluster needs besides the binaries, from Debian: etcd, dnsmasq (name resolution for
 # pods, fed from the API), the CNI bridge and host-local plugins, conntrack and iptables for kube-proxy.
 runtime_pkgs=(etcd-server dnsmasq-base containernetworking-plugins conntrack iptables openssl)
-if ! dpkg-query -W -f='${Status}\n' "${runtime_pkgs[@]}" 2>/dev/null | grep -qv '^install ok installed$' && \
-        [ "$(dpkg-query -W -f='${Status}\n' "${runtime_pkgs[@]}" 2>/dev/null | wc -l)" -eq "${#runtime_pkgs[@]}" ]; then
-    :
-else
+installed=$(dpkg-query -W -f='${Status}\n' "${runtime_pkgs[@]}" 2>/dev/null | grep -c '^install ok installed$' || true)
+if [ "$installed" -ne "${#runtime_pkgs[@]}" ]; then
     step "runtime packages (${runtime_pkgs[*]})"
     apt-get install -y -qq --no-install-recommends "${runtime_pkgs[@]}" >/dev/null
     done_step
