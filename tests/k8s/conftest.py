@@ -29,6 +29,7 @@ ORDER = ("test_pods_ready.py", "test_jobs.py", "test_downward_api.py", "test_pro
 UP_TIMEOUT_S = 900  # a cold control-plane build is 6-8 min on 2 cores; a cached one is about 20 s
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test here is marked k8s; modules run in ORDER (the disruptive ones last, teardown at the end)."""
     for item in items:
