@@ -37,6 +37,10 @@ API_TIMEOUT_S = 90.0
 NODE_TIMEOUT_S = 120.0
 CMD_TIMEOUT_S = 60
 LOG_DIRS = (Path("/var/log/pods"), Path("/var/log/containers"))  # the kubelet's, not configurable in 1.20
+# kube-proxy's iptables mode sets this to 1 (NodePorts on localhost); down puts back what up found.
+# Ref: https://github.com/kubernetes/kubernetes/blob/v1.20.2/pkg/proxy/iptables/proxier.go (sysctlRouteLocalnet)
+ROUTE_LOCALNET = Path("/proc/sys/net/ipv4/conf/all/route_localnet")
+SAVED_SYSCTL = "route_localnet.before"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +179,8 @@ def up(layout: Layout, client: Any, out: TextIO = sys.stdout) -> Up:
         _check_subnet_free(layout)
         for d in (layout.state, layout.run, layout.logs):
             d.mkdir(parents=True, exist_ok=True)
+        if ROUTE_LOCALNET.exists():
+            (layout.state / SAVED_SYSCTL).write_text(ROUTE_LOCALNET.read_text(encoding="utf-8"), encoding="utf-8")
         (layout.state / "made-log-dirs").write_text(
             "\n".join(str(p) for p in LOG_DIRS if not p.exists()), encoding="utf-8")
         _pki(layout)
@@ -236,6 +242,9 @@ def down(layout: Layout, client: Any, out: TextIO = sys.stdout) -> leftovers.Lef
         _unmount_all(layout)
         if Path(f"/sys/class/net/{layout.net.bridge}").exists():
             _sh(["ip", "link", "del", layout.net.bridge], check=False)
+        saved = layout.state / SAVED_SYSCTL
+        if saved.exists() and ROUTE_LOCALNET.exists():
+            ROUTE_LOCALNET.write_text(saved.read_text(encoding="utf-8"), encoding="utf-8")
         made = layout.state / "made-log-dirs"
         for line in (made.read_text(encoding="utf-8").splitlines() if made.exists() else []):
             if line in {str(p) for p in LOG_DIRS}:
