@@ -5,7 +5,7 @@ SP := $(VENV)/bin/slurmpod
 PYTEST := $(VENV)/bin/pytest
 FLAVORS ?= 24.11 26.05
 
-.PHONY: demo test test-faults bench images clean lint unit image-tests cluster-tests bootstrap manifests
+.PHONY: demo test test-faults bench images clean lint unit image-tests cluster-tests bootstrap manifests k8s-up k8s-down k8s-tests
 
 bootstrap:
 	@scripts/bootstrap-host.sh
@@ -14,13 +14,28 @@ bootstrap:
 demo: bootstrap
 	$(SP) demo --flavor 24.11
 
-## test: lint, types, unit tests, both flavors' images, full cluster suite on 24.11, smoke on 26.05
+## test: lint, types, unit tests, both flavors' images, full cluster suite on 24.11, smoke on 26.05, then
+## the chart on a real Kubernetes 1.20.2 (tests/k8s, 24.11) once the emulator's clusters are down: the two
+## share the Docker engine and never run at once
 test: bootstrap lint unit
 	$(SP) images build --flavor 24.11
 	$(SP) images build --flavor 26.05
 	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults" --durations=15 tests/image tests/cluster
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/image
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/cluster -m smoke --durations=10
+	$(MAKE) k8s-tests
+
+## k8s-tests: build the control plane when this machine has none (6-8 min, cached in /var/cache/slurmpod), then tests/k8s
+k8s-tests: bootstrap
+	$(SP) k8s build
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m k8s --durations=10 tests/k8s
+
+## k8s-up: a local single-node Kubernetes 1.20.2 on this Docker engine to try the chart on (docs/kubernetes.md)
+k8s-up: bootstrap
+	$(SP) k8s up
+
+k8s-down: bootstrap
+	$(SP) k8s down
 
 ## test-faults: the twelve GPU faults end to end on 24.11 (about 12 min: each requeue waits out cred_expire, 30 s here)
 test-faults: bootstrap
@@ -47,6 +62,7 @@ bench: bootstrap
 	$(VENV)/bin/python -P -m slurmpod_host.bench --out bench-results  # -P: import the installed package, not ./slurmpod
 
 clean: bootstrap
+	-$(SP) k8s down
 	-$(SP) cluster down
 	-$(SP) cluster down --name sptest
 	@echo "cluster state dirs are removed by cluster down"

@@ -75,3 +75,21 @@ def demo(c: Commands) -> None:
     c.option(d, "--workers", type=int, default=2, help=_WORKERS_HELP)
     c.option(d, "--name", default="slurmpod", help=_NAME_HELP)
     d.set_defaults(handler=_host("slurmpod_host.cluster.demo"))
+
+
+def k8s(c: Commands) -> None:
+    """`slurmpod k8s`: a local Kubernetes 1.20.2 (slurmpod_host.kube). Its paths come from
+    SLURMPOD_K8S_CACHE and SLURMPOD_K8S_STATE_DIR (slurmpod_host.kube.layout)."""
+    ksub = c.group("k8s", "a local single-node Kubernetes 1.20.2 on this Docker engine (host tool)")
+    for name, text in (("build", "build the control plane and kubelet once per machine (cached)"),
+                       ("up", "start etcd, the control plane, a kubelet, kube-proxy and DNS; print KUBECONFIG"),
+                       ("down", "stop it all and remove its containers, bridge, rules and state"),
+                       ("status", "the daemons, nodes and pods")):
+        ksub.add_parser(name, help=text).set_defaults(handler=_host("slurmpod_host.kube.cli"))
+    prep = ksub.add_parser("prepare", help="before `helm install`: the namespace, the munge key Secret and "
+                           "PersistentVolumes for the release's claims (there is no provisioner)")
+    c.option(prep, "--release", env="SLURMPOD_K8S_RELEASE", default="slurmpod", help="the Helm release name")
+    c.option(prep, "--namespace", env="SLURMPOD_K8S_NAMESPACE", default="slurmpod", help="the release's namespace")
+    c.option(prep, "--values", env="SLURMPOD_K8S_VALUES", action="append", default=None,
+             help="a values file the release will be installed with (repeatable)")
+    prep.set_defaults(handler=_host("slurmpod_host.kube.cli"))

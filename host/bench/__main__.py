@@ -8,6 +8,8 @@ Parts, all by default:
   policy    submit cost of no job_submit plugin, job_submit/lua and job_submit/slurmpod, alternated
   health    prolog cost per job in a cluster: sruns with slurmpod's hooks against sruns without
   mpi       `srun --mpi=pmix -N2 -n4` MPI start-up to first output beside `srun -N2 -n4 hostname`
+  k8s       the chart on a local Kubernetes 1.20.2: helm install to all pods Ready, a worker's pod creation
+            to its node IDLE, beside the emulator's figures of the same run (after its cluster is down)
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod_host.bench import builds, health, mpi, plugin, policy, startup, topology
+from slurmpod_host.bench import builds, health, k8s, mpi, plugin, policy, startup, topology
 from slurmpod_host.bench.report import Report
 from slurmpod_host.cluster import cli as cluster_cli
 from slurmpod_host.cluster import runtime
@@ -25,8 +27,8 @@ from slurmpod_host.images import build as image_build
 from slurmpod_host.images.flavors import get as get_flavor
 
 BENCH_CLUSTER = "spbench"
-PARTS = ("render", "builds", "startup", "policy", "health", "mpi")
-_CLUSTER_PARTS = {"startup", "policy", "health", "mpi"}
+PARTS = ("render", "builds", "startup", "policy", "health", "mpi", "k8s")
+_CLUSTER_PARTS = {"startup", "policy", "health", "mpi", "k8s"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     cluster_cli.down(BENCH_CLUSTER)
     started = time.monotonic()
     cluster = cluster_cli.up(BENCH_CLUSTER, flavors[0], workers=2, timeout_s=300)
-    report.notes.append(f"cluster up ({flavors[0]}, 2 workers) took {time.monotonic() - started:.1f} s")
+    up_s = time.monotonic() - started
+    report.notes.append(f"cluster up ({flavors[0]}, 2 workers) took {up_s:.1f} s")
     try:
         if "policy" in parts:
             policy.submit_cost(report, client, cluster.controller, cluster.login, args.trials)
@@ -77,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             mpi.startup(report, client, cluster.login, get_flavor(flavors[0]).mpi_pmix)
     finally:
         cluster_cli.down(BENCH_CLUSTER)
+    if "k8s" in parts:  # never beside the emulator's cluster: both would use the one Docker engine
+        idle = next((f.value for f in report.figures if f.name.startswith("worker pod start to IDLE")), None)
+        k8s.figures(report, repo, flavors[0], args.trials, emulator_up_s=up_s, emulator_idle_s=idle,
+                    client=client)
     return _finish(report, Path(args.out))
 
 

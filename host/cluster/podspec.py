@@ -20,7 +20,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
@@ -271,6 +271,15 @@ def _capabilities(container: Mapping[str, Any], field: str,
     return tuple(str(c) for c in caps.get("add") or ()), tuple(str(c) for c in caps.get("drop") or ())
 
 
+def rfc3339_nano(when: datetime) -> str:
+    """Go's time.RFC3339Nano, as the kubelet writes config.seen: trailing zeros of the fraction dropped,
+    ``Z`` for UTC (the kubelet uses the node's local zone; these hosts and the emulator use UTC).
+    Ref: https://pkg.go.dev/time#pkg-constants"""
+    utc = when.astimezone(UTC)
+    fraction = f"{utc.microsecond:06d}".rstrip("0")
+    return utc.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if fraction else "") + "Z"
+
+
 def _revision_hash(template: Mapping[str, Any]) -> str:
     """A stand-in for the StatefulSet controller's controller-revision-hash (stable per template)."""
     return hashlib.sha256(json.dumps(template, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -348,7 +357,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
         # kubelet records where and when it first saw the pod; they show in the annotations file.
         # Ref: https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/types/pod_update.go
         annotations = {**{str(k): str(v) for k, v in (tmeta.get("annotations") or {}).items()},
-                       "kubernetes.io/config.seen": params.created.isoformat(),
+                       "kubernetes.io/config.seen": rfc3339_nano(params.created),
                        "kubernetes.io/config.source": "api"}
         meta = PodMeta(name=name, namespace=bundle.namespace, uid=str(uuid.uuid5(params.cluster_uid, name)),
                        node_name=params.node_name, pod_ip=ip, host_ip=params.gateway, labels=labels,

@@ -12,14 +12,24 @@ cache=${1:?usage: build-control-plane.sh CACHE_DIR}
 version=1.20.5+really1.20.2-1.1+deb12u1
 stamp="$cache/bin/.built-$version"
 bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+step() { echo "control-plane: $*"; SECONDS=0; }
+done_step() { echo "control-plane:   done in ${SECONDS}s"; }
+export DEBIAN_FRONTEND=noninteractive
+
+# What a running cluster needs besides the binaries, from Debian: etcd, dnsmasq (name resolution for
+# pods, fed from the API), the CNI bridge and host-local plugins, conntrack and iptables for kube-proxy.
+runtime_pkgs=(etcd-server dnsmasq-base containernetworking-plugins conntrack iptables openssl)
+installed=$(dpkg-query -W -f='${Status}\n' "${runtime_pkgs[@]}" 2>/dev/null | grep -c '^install ok installed$' || true)
+if [ "$installed" -ne "${#runtime_pkgs[@]}" ]; then
+    step "runtime packages (${runtime_pkgs[*]})"
+    apt-get install -y -qq --no-install-recommends "${runtime_pkgs[@]}" >/dev/null
+    done_step
+fi
 if [ -f "$stamp" ]; then
     echo "control-plane: cached build in $cache/bin"
     exit 0
 fi
-step() { echo "control-plane: $*"; SECONDS=0; }
-done_step() { echo "control-plane:   done in ${SECONDS}s"; }
 
-export DEBIAN_FRONTEND=noninteractive
 step "apt sources and build tools (golang-1.19-go, rsync, dpkg-dev, etcd-server, gcc)"
 # The deb-src entry must carry the same Signed-By as the host's deb entry for that mirror, or apt
 # refuses both ("Conflicting values set for option Signed-By").

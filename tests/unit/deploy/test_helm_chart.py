@@ -242,3 +242,19 @@ def test_the_emulator_refuses_an_api_token_it_cannot_emulate(tmp_path: Path) -> 
     reasons = _emulate(tmp_path, "topology")
     assert any("controller" in r and "serviceAccountName" in r for r in reasons), reasons
     assert any("controller" in r and "automountServiceAccountToken" in r for r in reasons), reasons
+
+
+def test_kubernetes_1_20_gets_policy_v1beta1_and_every_port_names_its_protocol() -> None:
+    """What a 1.20 API server needs (tests/k8s installs it there): no policy/v1 PodDisruptionBudget, and
+    server-side apply (Helm 4's default) refuses a port without protocol."""
+    old = _template("--kube-version=1.20.2", "--set=accounting.enabled=true", "--set=restapi.enabled=true")
+    assert {d["apiVersion"] for d in old if d["kind"] == "PodDisruptionBudget"} == {"policy/v1beta1"}
+    assert {d["apiVersion"] for d in RENDERS["default"] if d["kind"] == "PodDisruptionBudget"} == {"policy/v1"}
+    for doc in old:
+        if doc["kind"] == "Service":
+            assert all(p.get("protocol") == "TCP" for p in doc["spec"]["ports"]), doc["metadata"]["name"]
+        pod = ((doc.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for c in pod.get("containers", []):
+            assert all(p.get("protocol") == "TCP" for p in c.get("ports", [])), (doc["metadata"]["name"], c["name"])
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["kubeVersion"] == ">=1.20.0-0"

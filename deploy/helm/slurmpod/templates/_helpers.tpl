@@ -3,6 +3,16 @@
 {{- printf "%s-%s" .root.Release.Name .suffix | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The PodDisruptionBudget API the server serves. `helm template` lists every API it knows whatever
+the version, so the kube version decides there (`--kube-version 1.20.2` renders policy/v1beta1). */}}
+{{- define "slurmpod.pdbApiVersion" -}}
+{{- if and (.Capabilities.APIVersions.Has "policy/v1") (semverCompare ">=1.21-0" .Capabilities.KubeVersion.Version) -}}
+policy/v1
+{{- else -}}
+policy/v1beta1
+{{- end -}}
+{{- end -}}
+
 {{/* Labels of every object; selectors use the same name and instance. */}}
 {{- define "slurmpod.labels" -}}
 app.kubernetes.io/name: slurmpod

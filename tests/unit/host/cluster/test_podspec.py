@@ -183,7 +183,7 @@ def test_atomic_writer_layout() -> None:
 def test_annotations_include_kubelets() -> None:
     ann = dict(PLANS["demo-worker-0"].annotations)
     assert ann["kubernetes.io/config.source"] == "api"
-    assert ann["kubernetes.io/config.seen"] == CREATED.isoformat()
+    assert ann["kubernetes.io/config.seen"] == "2025-01-02T03:04:05.678Z"  # Go's RFC3339Nano, as the kubelet
     assert ann["kubectl.kubernetes.io/default-container"] == "slurmd"
 
 

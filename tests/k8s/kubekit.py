@@ -1,0 +1,112 @@
+"""Helpers for the k8s suite: the session's cluster and release, and how to run things in its pods."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from slurmpod import well_known as wk
+from slurmpod_host.kube import api, release
+from slurmpod_host.kube.layout import Layout
+
+T = TypeVar("T")
+NAMESPACE = "slurmpod"
+RELEASE = "slurmpod"
+WORKERS = 2
+POD_COUNT = 1 + WORKERS + 1  # controller, workers, login
+# helm install -> every pod Ready: measured about 15 s here; the bound allows a loaded 2-core CI host.
+READY_TIMEOUT_S = 240.0
+POLL_S = 0.25
+# The chart's readiness probe (templates/_helpers.tpl slurmpod.probes): the kubelet marks a pod NotReady
+# after failureThreshold failures periodSeconds apart, each taking up to timeoutSeconds.
+# Ref: https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/#configure-probes
+PROBE_PERIOD_S, PROBE_TIMEOUT_S, PROBE_FAILURES = 10, 8, 3
+NOT_READY_BOUND_S = PROBE_PERIOD_S * PROBE_FAILURES + PROBE_TIMEOUT_S
+WORKER_SELECTOR = f"{wk.LABEL_ROLE}=worker"
+
+
+@dataclass(frozen=True, slots=True)
+class Kube:
+    layout: Layout
+    chart: release.Chart
+    flavor: str
+
+    @property
+    def controller(self) -> str:
+        return f"{RELEASE}-controller-0"
+
+    @property
+    def login(self) -> str:
+        return f"{RELEASE}-login-0"
+
+    @property
+    def workers(self) -> list[str]:
+        return [f"{RELEASE}-worker-{i}" for i in range(WORKERS)]
+
+    def kubectl(self, *args: str, timeout: float = 120, check: bool = True,
+                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return api.kubectl(self.layout, *args, timeout=timeout, check=check, stdin=stdin)
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("-n", NAMESPACE, "get", *args, "-o", "json", timeout=30).stdout)
+
+    def exec(self, pod: str, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return self.kubectl("-n", NAMESPACE, "exec", pod, "--", *argv, timeout=timeout, check=False)
+
+    def as_researcher(self, script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``script`` in bash as the researcher, in their home on the login pod."""
+        return self.exec(self.login, "runuser", "-u", wk.DEMO_USER, "--", "bash", "-c",
+                         f"cd ~ && {script}", timeout=timeout)
+
+    def scontrol(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.exec(self.controller, "scontrol", *args, timeout=30)
+
+    def node_state(self, node: str) -> set[str]:
+        done = self.exec(self.controller, "scontrol", "show", "node", node, "--json", timeout=30)
+        if done.returncode != 0:
+            return set()
+        nodes = json.loads(done.stdout).get("nodes") or []
+        return {str(s) for s in nodes[0].get("state", [])} if nodes else set()
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        done = self.exec(self.controller, "scontrol", "show", "job", str(job_id), "--json", timeout=30)
+        assert done.returncode == 0, done.stderr
+        jobs: list[dict[str, Any]] = json.loads(done.stdout)["jobs"]
+        return jobs[0]
+
+    def pod_ready(self, pod: str) -> bool | None:
+        done = self.kubectl("-n", NAMESPACE, "get", "pod", pod, "-o", "json", timeout=30, check=False)
+        if done.returncode != 0:
+            return None
+        return release.is_ready(json.loads(done.stdout))
+
+    def submit(self, script: str, *sbatch_args: str) -> int:
+        """sbatch ``script`` (a bash body) as the researcher; the job id."""
+        body = "#!/bin/bash\n" + script + "\n"
+        done = self.as_researcher(f"sbatch --parsable {' '.join(shlex.quote(a) for a in sbatch_args)} "
+                                  f"<<'EOF'\n{body}EOF")
+        assert done.returncode == 0, done.stdout + done.stderr
+        return int(done.stdout.strip().split(";")[0])
+
+
+def wait_for(what: str, check: Callable[[], T | None], timeout: float, poll: float = POLL_S) -> tuple[T, float]:
+    """Poll ``check`` until it returns something other than None; (value, seconds waited)."""
+    started = time.monotonic()
+    while True:
+        value = check()
+        waited = time.monotonic() - started
+        if value is not None:
+            return value, waited
+        if waited > timeout:
+            raise AssertionError(f"{what}: not after {timeout:.0f}s")
+        time.sleep(poll)
+
+
+def note(text: str) -> None:
+    sys.stderr.write(f"[k8s] {text}\n")

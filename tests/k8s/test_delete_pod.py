@@ -1,0 +1,72 @@
+"""`kubectl delete pod` of a worker under a running batch job: the kubelet runs the real preStop hook,
+which drains the node and requeues the job; the job completes on the other worker, and the replacement
+pod the StatefulSet controller makes registers IDLE."""
+
+from __future__ import annotations
+
+import time
+
+from kubekit import READY_TIMEOUT_S, Kube, note, wait_for
+
+GRACE_S = 60  # nodesets.workers.terminationGracePeriodSeconds: the kubelet's bound on preStop + stop
+RERUN_S = 60.0  # the requeued job starts on the other worker (preStop lifts Slurm's hold), sleeps 2 s, ends
+# Runs 300 s the first time and 2 s once requeued (SLURM_RESTART_COUNT >= 1); each run appends a line.
+# Ref: https://slurm.schedmd.com/sbatch.html#OPT_SLURM_RESTART_COUNT
+SCRIPT = """run=${SLURM_RESTART_COUNT:-0}
+echo "start run=$run host=$(hostname)"
+if [ "$run" -eq 0 ]; then sleep 300; else sleep 2; fi
+echo "done run=$run host=$(hostname)"
+"""
+
+
+def _drain(kube: Kube, node: str, reason: str) -> None:
+    done = kube.scontrol("update", f"nodename={node}", "state=drain", f"reason={reason}")
+    assert done.returncode == 0, done.stderr
+
+
+def _resume(kube: Kube, node: str) -> None:
+    done = kube.scontrol("update", f"nodename={node}", "state=resume")
+    assert done.returncode == 0, done.stderr
+
+
+def idle(kube: Kube, node: str) -> bool | None:
+    state = kube.node_state(node)
+    return True if "IDLE" in state and not state & {"DRAIN", "DOWN", "NOT_RESPONDING"} else None
+
+
+def test_delete_pod_under_a_job_requeues_it_to_the_other_worker(kube: Kube) -> None:
+    victim, other = kube.workers
+    # Pinned to the victim by draining the other worker while it starts (-w would pin the rerun too).
+    _drain(kube, other, "k8s-suite: pin job")
+    try:
+        job = kube.submit(SCRIPT, "--requeue", "--open-mode=append", "-o", "requeue-%j.out")
+        wait_for(f"job {job} running", lambda: True if kube.job(job)["job_state"] == ["RUNNING"] else None, 60)
+        assert kube.job(job)["nodes"] == victim
+    finally:
+        _resume(kube, other)
+    wait_for(f"{other} IDLE", lambda: idle(kube, other), 30)
+    wait_for("job output started", lambda: True if kube.as_researcher(
+        f"grep -q 'start run=0' requeue-{job}.out").returncode == 0 else None, 30)
+
+    started = time.monotonic()
+    deleted = kube.kubectl("-n", "slurmpod", "delete", "pod", victim, "--wait=true", timeout=GRACE_S + 30)
+    delete_s = time.monotonic() - started
+    note(f"kubectl delete pod {victim}: {delete_s:.1f}s (grace {GRACE_S}s)")
+    assert deleted.returncode == 0 and delete_s < GRACE_S, deleted.stderr
+
+    def finished() -> dict[str, object] | None:
+        j = kube.job(job)
+        return j if j["job_state"] == ["COMPLETED"] or "FAILED" in j["job_state"] else None
+    final, _ = wait_for(f"job {job} completed", finished, RERUN_S)
+    note(f"requeued job {job} completed {time.monotonic() - started:.1f}s after the delete began")
+    assert final["job_state"] == ["COMPLETED"] and final["restart_cnt"] == 1, final
+    lines = kube.as_researcher(f"cat requeue-{job}.out && rm -f requeue-{job}.out").stdout.splitlines()
+    assert lines[0] == f"start run=0 host={victim}", lines
+    assert lines[-1] == f"done run=1 host={other}", lines
+    assert f"done run=0 host={victim}" not in lines
+
+    # The replacement: same name, a new pod object, Ready through its probe and an IDLE Slurm node.
+    _, ready_s = wait_for(f"replacement {victim} Ready", lambda: True if kube.pod_ready(victim) else None,
+                          READY_TIMEOUT_S)
+    _, idle_s = wait_for(f"{victim} IDLE", lambda: idle(kube, victim), 30)
+    note(f"replacement {victim} Ready {ready_s:.1f}s after the job ended, IDLE {idle_s:.1f}s later")
