@@ -34,7 +34,7 @@ def policy_file(tmp_path: Path) -> Iterator[Path]:
     path.write_text(default_policy_text(), encoding="utf-8")
     yield path
     embedded._State.runtime = None
-    embedded._State.memo, embedded._State.memo_for = {}, None
+    embedded._State.memo = embedded.Memo(None, {})
 
 
 def _start(ffi: cffi.FFI, path: Path) -> str:
@@ -175,7 +175,7 @@ def test_the_answer_follows_the_users_groups(ffi: cffi.FFI, tmp_path: Path) -> N
     runtime = embedded._State.runtime
     assert runtime is not None
     now, groups = [0.0], [("users",)]
-    runtime._clock, runtime._identity = (lambda: now[0]), (lambda uid, gid: ("alice", groups[0]))
+    runtime._clock, runtime._identity = (lambda: now[0]), (lambda uid: ("alice", groups[0]))
     assert _decide(ffi, partition="high").verdict == 2
     groups[0] = ("admins", "users")
     now[0] += bridge.IDENTITY_TTL_S + 1  # the identity cache expires; the remembered answer must not outlive it

@@ -51,7 +51,7 @@ class Both:
 
     def __init__(self, mod: Any, policy_path: Path) -> None:
         self.ffi, self.lib = mod.ffi, mod.lib
-        self.runtime = bridge.PluginRuntime(policy_path, identity=lambda uid, gid: USERS.get(uid, (str(uid), ())))
+        self.runtime = bridge.PluginRuntime(policy_path, identity=lambda uid: USERS.get(uid, (str(uid), ())))
         loaded = self.runtime.current()
         self.table = self.ffi.new("slurmpod_fast_t *")
         assert loaded.policy is not None, loaded.error
@@ -200,6 +200,8 @@ REQUESTS = st.fixed_dictionaries({
     "account": st.sampled_from([None, b"", b"inference", b"other", b"x'y", b'x"y', b"a\\b"]),
     "tres_per_node": _ascii_or_odd(TRES),
     "tres_per_job": st.sampled_from(TRES),
+    "tres_per_task": st.sampled_from(TRES),
+    "tres_per_socket": st.sampled_from(TRES),
     "min_nodes": st.sampled_from([NO_VAL, 0, 1, 2, 5]),
     "max_nodes": st.sampled_from([NO_VAL, 2, 8]),
     "time_limit": st.sampled_from([NO_VAL, 0, 5, 30, 60, 61, 1440, 1441, INFINITE]),
