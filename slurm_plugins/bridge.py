@@ -49,6 +49,30 @@ def _str(value: int | str | None) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+# AccountingStorageEnforce values under which slurmctld refuses a job whose --account has no association
+# for its user (limits, qos and safe imply associations). Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AccountingStorageEnforce
+ENFORCES_ACCOUNTS = frozenset({"associations", "limits", "qos", "safe"})
+
+
+def accounts_enforced_in(conf_text: str) -> bool:
+    """Whether a slurm.conf (the one slurmctld runs with) has Slurm check --account: its last
+    AccountingStorageEnforce= names associations or a value that implies them."""
+    enforce = ""
+    for line in conf_text.splitlines():
+        key, sep, value = line.split("#", 1)[0].partition("=")
+        if sep and key.strip().lower() == "accountingstorageenforce":
+            enforce = value.strip().lower()
+    return bool(ENFORCES_ACCOUNTS.intersection(v.strip() for v in enforce.split(",")))
+
+
+def accounts_enforced(slurm_conf: Path) -> bool:
+    """As accounts_enforced_in, for the file; an unreadable slurm.conf enforces nothing."""
+    try:
+        return accounts_enforced_in(slurm_conf.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return False
+
+
 class IdentityUnavailable(Exception):
     """The caller's name and groups could not be looked up within IDENTITY_DEADLINE_S."""
 
@@ -120,8 +144,10 @@ class PluginRuntime:
     """One per slurmctld: the current policy (reloaded when its file changes) and the identity cache."""
 
     def __init__(self, path: Path, identity: Callable[[int], tuple[str, tuple[str, ...]]] | None = None,
-                 clock: Callable[[], float] = time.monotonic, deadline_s: float = IDENTITY_DEADLINE_S) -> None:
+                 clock: Callable[[], float] = time.monotonic, deadline_s: float = IDENTITY_DEADLINE_S,
+                 slurm_conf: Path | None = None) -> None:
         self.path = path
+        self.slurm_conf = slurm_conf  # None: judge as if accounts were enforced (tests, `policy check`)
         self._identity = identity or system_identity
         self._clock = clock
         self._deadline_s = deadline_s
@@ -145,7 +171,8 @@ class PluginRuntime:
         if key != self._loaded.key:
             with self._lock:
                 if key != self._loaded.key:
-                    self._loaded = _load(self.path, key)
+                    enforced = self.slurm_conf is None or accounts_enforced(self.slurm_conf)
+                    self._loaded = _load(self.path, key, enforced)
         return self._loaded
 
     def decide(self, desc: Desc, loaded: Loaded | None = None) -> tuple[Decision, JobRequest | None]:
@@ -190,9 +217,9 @@ class PluginRuntime:
         return user, groups
 
 
-def _load(path: Path, key: tuple[int, int, int]) -> Loaded:
+def _load(path: Path, key: tuple[int, int, int], accounts_enforced: bool) -> Loaded:
     try:
-        return Loaded(key, loader.load(path), None, FailMode.CLOSED)
+        return Loaded(key, loader.load(path, accounts_enforced), None, FailMode.CLOSED)
     except BadInput as exc:
         return Loaded(key, None, str(exc), _fail_mode_of(path))
     except OSError as exc:

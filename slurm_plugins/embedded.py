@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from slurmpod import well_known as wk
 from slurmpod.policy.decide import failed
 from slurmpod.policy.decision import Decision
 from slurmpod.policy.model import FailMode
@@ -56,16 +58,21 @@ class _State:
     memo: ClassVar[Memo] = Memo(None, {})
 
 
-def register(ffi: Any) -> None:
-    """Bind the plugin's extern "Python" functions (python_api.h) to this module; error=-1 on a raise."""
-    ffi.def_extern(name="slurmpod_py_start", error=-1)(lambda path, err, errlen: start(ffi, path, err, errlen))
+def register(ffi: Any, env: Mapping[str, str] | None = None) -> None:
+    """Bind the plugin's extern "Python" functions (python_api.h) to this module; error=-1 on a raise.
+    ``env``: slurmctld's environment (SLURM_CONF), read by the embedding init code."""
+    conf = Path((env or {}).get("SLURM_CONF") or wk.SLURM_CONF)
+    ffi.def_extern(name="slurmpod_py_start", error=-1)(lambda path, err, errlen: start(ffi, path, err, errlen, conf))
     ffi.def_extern(name="slurmpod_py_decide", error=-1)(lambda req, out: decide(ffi, req, out))
     ffi.def_extern(name="slurmpod_py_compile", error=-1)(lambda fast: compile_fast(ffi, fast))
 
 
-def start(ffi: Any, path: Any, err: Any, errlen: int) -> int:
-    """Plugin init(): load and validate the policy now, so a bad one shows in slurmctld's log at once."""
-    _State.runtime = bridge.PluginRuntime(Path(ffi.string(path).decode()))
+def start(ffi: Any, path: Any, err: Any, errlen: int, conf: Path | None = None) -> int:
+    """Plugin init(): load and validate the policy now, so a bad one shows in slurmctld's log at once.
+    ``conf``: slurm.conf as slurmctld reads it (SLURM_CONF overrides its path, as for slurmctld): whether
+    Slurm enforces accounts decides if the policy may grant access by account (None: as if it does).
+    Ref: https://slurm.schedmd.com/slurm.conf.html"""
+    _State.runtime = bridge.PluginRuntime(Path(ffi.string(path).decode()), slurm_conf=conf)
     loaded = _State.runtime.current()
     if loaded.policy is None:
         _put(ffi, err, errlen, f"policy {_State.runtime.path} unusable, jobs will be "

@@ -106,10 +106,9 @@ def _both(fast: Any, tmp_path: Path, text: str) -> Both:
                                                             "cap of 1440 min"),
     ({"partition": b"cpu,main", "tres_per_node": b"gres/gpu:1"}, 2, "partition cpu has no GPUs; submit GPU jobs "
                                                                      "to a GPU partition"),
-    ({"partition": b"high", "account": b"inference", "time_limit": 60}, 0, ""),
     ({"partition": b"main", "is_modify": 1, "job_id": 42, "time_limit": 5}, 0, ""),
 ], ids=["default-tier", "unique-name", "preempt-modify", "preempt-cap-set", "preempt-unlimited", "cpu-only",
-        "high-by-account", "job-modify"])
+        "job-modify"])
 def test_the_default_policy_is_decided_in_c(fast: Any, tmp_path: Path, fields: dict[str, Any], verdict: int,
                                             message: str) -> None:
     both = _both(fast, tmp_path, default_policy_text())

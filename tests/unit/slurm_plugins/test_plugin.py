@@ -218,3 +218,26 @@ def test_gpus_per_task_on_a_cpu_only_partition_is_refused(built: tuple[Path, Pat
     assert job["rc"] == str(ESLURM_INVALID_GRES)
     assert job["err"] == "partition cpu has no GPUs; submit GPU jobs to a GPU partition"
 
+
+
+ENFORCE = "AccountingStorageEnforce=associations,limits,qos\n"
+
+
+@pytest.mark.parametrize(("enforce", "loads"), [("", False), (ENFORCE, True)], ids=["not-enforced", "enforced"])
+def test_account_rules_load_only_where_slurm_conf_enforces_accounts(built: tuple[Path, Path], tmp_path: Path,
+                                                                    enforce: str, loads: bool) -> None:
+    """`sbatch -p high --account=inference` was accepted for anyone on a cluster without accounting."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("tiers: [{name: high, partitions: [high], access: {accounts: [inference]}}]\n", encoding="utf-8")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=c\n" + enforce, encoding="utf-8")
+    plugin, host = built
+    env = {**os.environ, wk.ENV_POLICY: str(policy), wk.ENV_PLUGIN_STATS: str(tmp_path / "s"), "SLURM_CONF": str(conf),
+           "HOST_ACCOUNT": "inference", "HOST_UID": "4242"}
+    out = subprocess.run([str(host), str(plugin), "high"], capture_output=True, text=True, timeout=120, check=False,
+                         env=env)
+    job = _lines(out)["high"]
+    if loads:
+        assert job["rc"] == "0", out.stdout + out.stderr
+    else:
+        assert job["rc"] == "-1" and "tiers[0].access.accounts" in job["err"], out.stdout + out.stderr
