@@ -48,7 +48,7 @@ def _builtin(policy: Policy, req: JobRequest) -> Decision:
         out = out.then(topology_rules.check(policy, req))
     rules = tuple(r.value for r in out.rules)
     if out.reject is not None:
-        return Decision.reject(out.reject, rules)
+        return Decision.reject(out.reject, rules, out.refusal)
     if req.is_modify:
         # job_modify's job_desc holds only the fields being changed (the rest NO_VAL), and the job's
         # record is opaque to the plugin: refuse what the change names, never fill in the unnamed rest.

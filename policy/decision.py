@@ -13,6 +13,19 @@ from slurmpod.policy.request import Sharing
 REJECT_PREFIX = "rejected by cluster policy: "
 
 
+class Refusal(enum.IntEnum):
+    """What kind of refusal a rejection is: the plugin returns the Slurm error code for it, so sbatch's
+    second line says what was refused. Values are SP_REFUSE_* in slurmpod_job.h.
+    Ref: https://github.com/SchedMD/slurm/blob/master/slurm/slurm_errno.h"""
+
+    POLICY = 0  # SLURM_ERROR: the policy could not decide (fail-closed), or a site rule refused
+    ACCESS = 1  # ESLURM_ACCESS_DENIED
+    TIME = 2  # ESLURM_INVALID_TIME_LIMIT
+    GRES = 3  # ESLURM_INVALID_GRES
+    TOPOLOGY = 4  # ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE
+    TOO_LONG = 5  # ESLURM_PATHNAME_TOO_LONG
+
+
 class Verdict(enum.Enum):
     ACCEPT = "accept"
     MODIFY = "modify"
@@ -66,14 +79,15 @@ class Decision:
     changes: Changes = Changes()
     message: str = ""
     rules: tuple[str, ...] = ()
+    refusal: Refusal = Refusal.POLICY  # a rejection's kind: the Slurm error code the plugin returns
 
     @classmethod
     def accept(cls, message: str = "", rules: tuple[str, ...] = ()) -> Decision:
         return cls(Verdict.ACCEPT, Changes(), message, rules)
 
     @classmethod
-    def reject(cls, message: str, rules: tuple[str, ...] = ()) -> Decision:
-        return cls(Verdict.REJECT, Changes(), message, rules)
+    def reject(cls, message: str, rules: tuple[str, ...] = (), refusal: Refusal = Refusal.POLICY) -> Decision:
+        return cls(Verdict.REJECT, Changes(), message, rules, refusal)
 
     @classmethod
     def of(cls, changes: Changes, messages: tuple[str, ...], rules: tuple[str, ...]) -> Decision:
@@ -85,5 +99,8 @@ class Decision:
         return self.verdict is not Verdict.REJECT
 
     def as_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.value, "set": self.changes.as_dict(), "message": self.message,
-                "rules": list(self.rules)}
+        out = {"verdict": self.verdict.value, "set": self.changes.as_dict(), "message": self.message,
+               "rules": list(self.rules)}
+        if self.verdict is Verdict.REJECT:
+            out["refusal"] = self.refusal.name.lower()
+        return out

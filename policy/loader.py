@@ -17,7 +17,7 @@ from slurmpod.errors import BadInput
 from slurmpod.policy import model as pol
 from slurmpod.problems import Problems, join
 
-TOP_KEYS = ("failMode", "topology", "tiers", "defaultTier", "cpuOnlyPartitions", "rules")
+TOP_KEYS = ("failMode", "topology", "tiers", "defaultTier", "cpuOnlyPartitions", "rules", "acceptUnverifiedAccounts")
 TOPOLOGY_KEYS = ("plugin", "groupSize", "maxSwitchWaitSeconds", "gpuJobsOnly", "oversize", "wholeNodeGpus", "optOut")
 TIER_KEYS = ("name", "partitions", "qos", "requeue", "graceSignal", "maxTimeMinutes", "overTime", "access")
 ACCESS_KEYS = ("users", "groups", "accounts")
@@ -26,14 +26,15 @@ RULE_KEYS = ("file", "function")
 WARN_TIME_MAX = 0xFFFF  # job_desc.warn_time is a uint16_t. Ref: slurm/slurm.h
 
 
-def load(path: str | Path) -> pol.Policy:
-    """Read and validate the policy file; BadInput names the file's key paths."""
+def load(path: str | Path, accounts_enforced: bool = True) -> pol.Policy:
+    """Read and validate the policy file; BadInput names the file's key paths. ``accounts_enforced``:
+    whether Slurm checks --account against its associations on this cluster (bridge.accounts_enforced)."""
     text = Path(path).read_text(encoding="utf-8")
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise BadInput.one(str(path), "(yaml)", f"not valid YAML: {exc}") from None
-    return parse(raw, Path(path).parent)
+    return parse(raw, Path(path).parent, accounts_enforced)
 
 
 def fail_mode_of(raw: Any) -> pol.FailMode:
@@ -41,7 +42,7 @@ def fail_mode_of(raw: Any) -> pol.FailMode:
     return pol.FailMode.OPEN if isinstance(raw, dict) and raw.get("failMode") == "open" else pol.FailMode.CLOSED
 
 
-def parse(raw: Any, base_dir: Path) -> pol.Policy:
+def parse(raw: Any, base_dir: Path, accounts_enforced: bool = True) -> pol.Policy:
     p = Problems()
     doc = p.mapping("", raw)
     p.unknown_keys("", doc, TOP_KEYS)
@@ -61,10 +62,27 @@ def parse(raw: Any, base_dir: Path) -> pol.Policy:
             claimed[part] = tier.name
     cpu_only = _names(p, "cpuOnlyPartitions", doc.get("cpuOnlyPartitions", []))
     rules = tuple(_rule(p, where, item, base_dir) for where, item in p.mappings("rules", doc.get("rules", [])))
+    unverified = p.typed("acceptUnverifiedAccounts", doc.get("acceptUnverifiedAccounts", False), bool, "true or false")
+    if not accounts_enforced and not unverified:
+        _unverified_accounts(p, tiers, topology)
     p.raise_if_any()
     return pol.Policy(fail_mode=fail_mode or pol.FailMode.CLOSED, topology=topology, tiers=tiers,
                       default_tier=default_tier, cpu_only_partitions=cpu_only,
                       custom=tuple(r for r in rules if r is not None))
+
+
+def _unverified_accounts(p: Problems, tiers: tuple[pol.Tier, ...], topology: pol.Topology) -> None:
+    """Access by account is whatever the user types unless Slurm checks --account against the database
+    (AccountingStorageEnforce=associations): refuse such rules, naming each one.
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AccountingStorageEnforce"""
+    why = ("names accounts, but this cluster does not enforce them (slurm.conf AccountingStorageEnforce lacks "
+           "associations), so any user may type --account; use users or groups, or set "
+           "acceptUnverifiedAccounts: true")
+    for i, tier in enumerate(tiers):
+        if tier.access.accounts:
+            p.add(f"tiers[{i}].access.accounts", sorted(tier.access.accounts), why)
+    if topology.opt_out.accounts:
+        p.add("topology.optOut.accounts", sorted(topology.opt_out.accounts), why)
 
 
 def _topology(p: Problems, raw: Any) -> pol.Topology:

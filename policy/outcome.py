@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from slurmpod.policy.decision import Changes
+from slurmpod.policy.decision import Changes, Refusal
 
 
 class Rule(enum.Enum):
@@ -21,6 +21,12 @@ class Rule(enum.Enum):
     OPT_OUT = "topology-opt-out"
     FAIL_CLOSED = "fail-closed"
     FAIL_OPEN = "fail-open"
+    IDENTITY = "identity"  # the caller's name or groups could not be looked up in time
+
+
+REFUSAL_OF = {Rule.TIER_ACCESS: Refusal.ACCESS, Rule.OPT_OUT: Refusal.ACCESS, Rule.IDENTITY: Refusal.ACCESS,
+              Rule.TIME_CAP: Refusal.TIME, Rule.CPU_ONLY: Refusal.GRES, Rule.WHOLE_NODE: Refusal.GRES,
+              Rule.TOPOLOGY: Refusal.TOPOLOGY}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,21 +35,23 @@ class Outcome:
     notes: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
     reject: str | None = None  # the user-facing reason, when the rule refuses the job
+    refusal: Refusal = Refusal.POLICY  # what kind of refusal (set with reject)
 
     def then(self, other: Outcome) -> Outcome:
         if other is NOTHING:
             return self
         if self is NOTHING:
             return other
+        first = self if self.reject is not None else other
         return Outcome(self.changes.merge(other.changes), self.notes + other.notes, self.rules + other.rules,
-                       self.reject or other.reject)
+                       first.reject, first.refusal)
 
 
 NOTHING = Outcome()
 
 
 def refuse(rule: Rule, message: str) -> Outcome:
-    return Outcome(rules=(rule,), reject=message)
+    return Outcome(rules=(rule,), reject=message, refusal=REFUSAL_OF.get(rule, Refusal.POLICY))
 
 
 def change(rule: Rule, changes: Changes, note: str) -> Outcome:

@@ -81,8 +81,10 @@ class JobRequest:
     min_nodes: int | None = None
     max_nodes: int | None = None
     num_tasks: int | None = None
-    tres_per_node: str | None = None
-    tres_per_job: str | None = None
+    tres_per_node: str | None = None  # --gpus-per-node, --gres
+    tres_per_job: str | None = None  # --gpus
+    tres_per_task: str | None = None  # --gpus-per-task
+    tres_per_socket: str | None = None  # --gpus-per-socket
     features: str | None = None
     time_limit: int | None = None  # minutes; TIME_INFINITE for UNLIMITED
     req_switch: int | None = None  # --switches count
@@ -112,10 +114,22 @@ class JobRequest:
         return gpu_count(self.tres_per_node)
 
     @property
+    def gpus_per_task_or_socket(self) -> bool:
+        """GPUs asked per task or per socket, whose total Slurm only knows once it places the job."""
+        return bool(gpu_count(self.tres_per_task) or gpu_count(self.tres_per_socket))
+
+    @property
     def gpus(self) -> int:
-        """Total GPUs asked for: per-job, else per-node times nodes."""
+        """Total GPUs asked for, at least: per job, else per node times nodes, else per task times tasks
+        (a task per node at least), else per socket times nodes (a socket per node at least). Any form
+        counts. Ref: https://slurm.schedmd.com/sbatch.html#OPT_gpus-per-task"""
         per_job = gpu_count(self.tres_per_job)
-        return per_job if per_job else self.gpus_per_node * self.nodes
+        if per_job:
+            return per_job
+        if self.gpus_per_node:
+            return self.gpus_per_node * self.nodes
+        tasks = max(self.num_tasks or 0, self.nodes)
+        return gpu_count(self.tres_per_task) * tasks or gpu_count(self.tres_per_socket) * self.nodes
 
     @property
     def multi_node(self) -> bool:
@@ -124,8 +138,8 @@ class JobRequest:
 
 _INT_FIELDS = ("uid", "gid", "min_nodes", "max_nodes", "num_tasks", "time_limit", "req_switch", "wait4switch",
                "segment_size", "warn_signal", "warn_time", "warn_flags", "job_id")
-_STR_FIELDS = ("user", "account", "partition", "qos", "tres_per_node", "tres_per_job", "features", "comment",
-               "name")
+_STR_FIELDS = ("user", "account", "partition", "qos", "tres_per_node", "tres_per_job", "tres_per_task",
+               "tres_per_socket", "features", "comment", "name")
 FIELDS = frozenset(JobRequest.__dataclass_fields__)
 
 

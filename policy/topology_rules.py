@@ -38,6 +38,9 @@ def _whole_node(t: Topology, req: JobRequest) -> Outcome:
     want = t.whole_node_gpus
     if not want or req.gpus == 0:
         return NOTHING
+    if req.gpus_per_task_or_socket and not req.gpus_per_node and not gpu_count(req.tres_per_job):
+        return refuse(Rule.WHOLE_NODE, f"multi-node GPU jobs use whole nodes: ask --gpus-per-node={want}, "
+                                       f"not GPUs per task or per socket")
     if gpu_count(req.tres_per_job):
         if req.gpus == want * req.nodes:
             return NOTHING

@@ -34,12 +34,13 @@ EMBEDDING_HEADER = "python_api.h"
 COMPILE_ARGS = ("-O2", "-Wall", "-Wno-unused-function")
 
 INIT_CODE = """\
+import os
 import site
 for _dir in SITE_DIRS:
     site.addsitedir(_dir)
 from _slurmpod_job_submit import ffi
 from slurmpod.slurm_plugins import embedded
-embedded.register(ffi)
+embedded.register(ffi, os.environ)
 """
 
 

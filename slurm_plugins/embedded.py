@@ -10,10 +10,14 @@ Ref: https://cffi.readthedocs.io/en/stable/embedding.html, https://slurm.schedmd
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from slurmpod import well_known as wk
 from slurmpod.policy.decide import failed
 from slurmpod.policy.decision import Decision
 from slurmpod.policy.model import FailMode
@@ -22,7 +26,8 @@ from slurmpod.slurm_plugins import bridge, fastpath
 log = logging.getLogger(__name__)
 
 OK = 0x51504F4B  # "QPOK": the answer in *out is valid
-STR_IN = ("account", "partition", "qos", "tres_per_node", "tres_per_job", "features", "comment", "name")
+STR_IN = ("account", "partition", "qos", "tres_per_node", "tres_per_job", "features", "comment", "name",
+          "tres_per_task", "tres_per_socket")
 NUM_IN = ("user_id", "group_id", "job_id", "is_modify", "min_nodes", "max_nodes", "num_tasks", "time_limit",
           "req_switch", "wait4switch", "segment_size", "shared", "requeue", "warn_signal", "warn_time", "warn_flags")
 # Which job_desc field the shim writes back: one bit each in out->set (SP_SET_* in slurmpod_job.h).
@@ -34,26 +39,40 @@ STR_OUT = ("partition", "qos", "tres_per_node")
 
 # Answers remembered per distinct submission (job_desc fields and the user's identity), for the policy
 # file as loaded: sweeps and arrays submit the same job_desc over and over. Only without site rules,
-# which may be impure (a quota service); cleared when the policy changes or the memo is full.
+# which may be impure (a quota service); cleared when the policy changes or the memo is full. Keys are
+# digests, so an entry's size never depends on what the user sent (the shim refuses strings past 1 KiB).
 MEMO_MAX = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """The answers decided under one loaded policy: swapped whole, never emptied in place, so an answer
+    is stored only in the memo of the policy it was decided under (check and store are one read)."""
+
+    loaded: object  # the bridge.Loaded the answers came from
+    answers: dict[bytes, bytes]
 
 
 class _State:
     runtime: bridge.PluginRuntime | None = None
-    memo: ClassVar[dict[tuple[object, ...], bytes]] = {}
-    memo_for: ClassVar[object] = None  # the bridge.Loaded the memo's answers came from
+    memo: ClassVar[Memo] = Memo(None, {})
 
 
-def register(ffi: Any) -> None:
-    """Bind the plugin's extern "Python" functions (python_api.h) to this module; error=-1 on a raise."""
-    ffi.def_extern(name="slurmpod_py_start", error=-1)(lambda path, err, errlen: start(ffi, path, err, errlen))
+def register(ffi: Any, env: Mapping[str, str] | None = None) -> None:
+    """Bind the plugin's extern "Python" functions (python_api.h) to this module; error=-1 on a raise.
+    ``env``: slurmctld's environment (SLURM_CONF), read by the embedding init code."""
+    conf = Path((env or {}).get("SLURM_CONF") or wk.SLURM_CONF)
+    ffi.def_extern(name="slurmpod_py_start", error=-1)(lambda path, err, errlen: start(ffi, path, err, errlen, conf))
     ffi.def_extern(name="slurmpod_py_decide", error=-1)(lambda req, out: decide(ffi, req, out))
     ffi.def_extern(name="slurmpod_py_compile", error=-1)(lambda fast: compile_fast(ffi, fast))
 
 
-def start(ffi: Any, path: Any, err: Any, errlen: int) -> int:
-    """Plugin init(): load and validate the policy now, so a bad one shows in slurmctld's log at once."""
-    _State.runtime = bridge.PluginRuntime(Path(ffi.string(path).decode()))
+def start(ffi: Any, path: Any, err: Any, errlen: int, conf: Path | None = None) -> int:
+    """Plugin init(): load and validate the policy now, so a bad one shows in slurmctld's log at once.
+    ``conf``: slurm.conf as slurmctld reads it (SLURM_CONF overrides its path, as for slurmctld): whether
+    Slurm enforces accounts decides if the policy may grant access by account (None: as if it does).
+    Ref: https://slurm.schedmd.com/slurm.conf.html"""
+    _State.runtime = bridge.PluginRuntime(Path(ffi.string(path).decode()), slurm_conf=conf)
     loaded = _State.runtime.current()
     if loaded.policy is None:
         _put(ffi, err, errlen, f"policy {_State.runtime.path} unusable, jobs will be "
@@ -79,28 +98,38 @@ def decide(ffi: Any, req: Any, out: Any) -> int:
     if runtime is None:
         raise RuntimeError("slurmpod_py_start was not called")
     loaded = runtime.current()
+    memo = _State.memo  # one read: the memo checked is the memo stored into
     key = _memo_key(ffi, runtime, req) if loaded.policy is not None and not loaded.policy.custom else None
     if key is not None:
-        if _State.memo_for is not loaded:
-            _State.memo, _State.memo_for = {}, loaded
-        hit = _State.memo.get(key)
+        if memo.loaded is not loaded:
+            memo = _State.memo = Memo(loaded, {})
+        hit = memo.answers.get(key)
         if hit is not None:
             ffi.memmove(out, hit, len(hit))
             return OK
     _decide(ffi, runtime, req, out, loaded)
-    if key is not None and _State.memo_for is loaded:
-        if len(_State.memo) >= MEMO_MAX:
-            _State.memo = {}
-        _State.memo[key] = bytes(ffi.buffer(out))
+    if key is not None and memo.loaded is loaded:
+        if len(memo.answers) >= MEMO_MAX:
+            memo = _State.memo = Memo(loaded, {})
+        memo.answers[key] = bytes(ffi.buffer(out))
     return OK
 
 
-def _memo_key(ffi: Any, runtime: bridge.PluginRuntime, req: Any) -> tuple[object, ...]:
-    """Everything a decision without site rules depends on: the numbers (the struct's leading uint32s),
-    the strings, and the user's name and groups (cached by the runtime for IDENTITY_TTL_S)."""
-    nums = bytes(ffi.buffer(req)[0:ffi.offsetof("slurmpod_req_t", STR_IN[0])])
-    strs = tuple(None if (ptr := getattr(req, k)) == ffi.NULL else ffi.string(ptr) for k in STR_IN)
-    return nums, strs, runtime.identity(int(req.user_id), int(req.group_id))
+def _memo_key(ffi: Any, runtime: bridge.PluginRuntime, req: Any) -> bytes | None:
+    """A digest of everything a decision without site rules depends on: the numbers (the struct's leading
+    uint32s), the strings (length-prefixed) and the user's name and groups; None when the identity
+    lookup fails (that answer is never remembered)."""
+    h = hashlib.blake2b(bytes(ffi.buffer(req)[0:ffi.offsetof("slurmpod_req_t", STR_IN[0])]), digest_size=32)
+    for k in STR_IN:
+        ptr = getattr(req, k)
+        data = b"" if ptr == ffi.NULL else ffi.string(ptr)
+        h.update(b"\0" if ptr == ffi.NULL else len(data).to_bytes(8, "little") + data)
+    try:
+        user, groups = runtime.identity(int(req.user_id))
+    except bridge.IdentityUnavailable:
+        return None
+    h.update(repr((user, groups)).encode("utf-8", "backslashreplace"))
+    return h.digest()
 
 
 def _decide(ffi: Any, runtime: bridge.PluginRuntime, req: Any, out: Any, loaded: bridge.Loaded | None = None) -> None:
@@ -123,6 +152,7 @@ def _decide(ffi: Any, runtime: bridge.PluginRuntime, req: Any, out: Any, loaded:
 
 def _fill(ffi: Any, out: Any, decision: Decision, values: dict[str, int | str]) -> None:
     out.verdict = bridge.VERDICT_CODES[decision.verdict]
+    out.refusal = int(decision.refusal) if not decision.allowed else 0
     out.set = 0
     for key, value in values.items():
         out.set |= SET_BITS[key]

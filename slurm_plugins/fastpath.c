@@ -202,21 +202,23 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
     const char *qos = (req->qos && req->qos[0]) ? req->qos : NULL;
     const char *account = (req->account && req->account[0]) ? req->account : NULL;
     const char *partition = (req->partition && req->partition[0]) ? req->partition : NULL;
-    uint64_t per_job, per_node;
+    uint64_t per_job, per_node, per_task, per_socket;
     uint32_t nodes, ntiers = 0, i;
     int nparts, gpus, n;
     char quote;
 
     if (!t || !t->ok || !user || !user[0] || !spf_printable(user) || !spf_printable(req->partition) ||
         !spf_printable(req->qos) || !spf_printable(req->account) || !spf_printable(req->tres_per_node) ||
-        !spf_printable(req->tres_per_job))
+        !spf_printable(req->tres_per_job) || !spf_printable(req->tres_per_task) ||
+        !spf_printable(req->tres_per_socket))
         return 0;
     if ((nparts = spf_split(partition, parts)) < 0)
         return 0;
-    if (!spf_gpus(req->tres_per_job, &per_job) || !spf_gpus(req->tres_per_node, &per_node))
+    if (!spf_gpus(req->tres_per_job, &per_job) || !spf_gpus(req->tres_per_node, &per_node) ||
+        !spf_gpus(req->tres_per_task, &per_task) || !spf_gpus(req->tres_per_socket, &per_socket))
         return 0;
     nodes = (req->min_nodes != SPF_NO_VAL && req->min_nodes > 0) ? req->min_nodes : 1;
-    gpus = per_job > 0 || per_node > 0;
+    gpus = per_job > 0 || per_node > 0 || per_task > 0 || per_socket > 0; /* JobRequest.gpus: every form */
 
     /* tier_rules.check: GPU jobs are refused in CPU-only partitions (the first such name, sorted). */
     if (gpus) {
@@ -228,6 +230,7 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
             spf_add(&reject, NULL, "partition %.*s has no GPUs; submit GPU jobs to a GPU partition",
                     (int) first->n, first->s);
             spf_add(&rules, NULL, "cpu-only-partition");
+            out->refusal = SP_REFUSE_GRES;
             goto decided;
         }
     }
@@ -252,6 +255,7 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
         spf_add(&reject, NULL, "user %s may not use the %s tier (account %s)", user, tier->name,
                 account ? account : "(default)");
         spf_add(&rules, NULL, "tier-access");
+        out->refusal = SP_REFUSE_ACCESS;
         goto decided;
     }
     if (ntiers) {
@@ -278,6 +282,7 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
                 } else {
                     spf_add(&reject, NULL, "time limit %s exceeds the %s tier's cap of %u min", asked, cap->name,
                             cap->max_time);
+                    out->refusal = SP_REFUSE_TIME;
                 }
                 spf_add(&rules, ",", "tier-time-cap");
             }

@@ -425,22 +425,70 @@ static uint32_t sp_job_id(const job_desc_msg_t *d)
 #endif
 }
 
-static int sp_call(job_desc_msg_t *d, bool modify, char **err_msg)
+/* Slurm refuses these fields past 1024 bytes itself, after job_submit: refuse them first, so no
+ * user-sized string reaches Python, its answer cache or the log.
+ * Ref: https://github.com/SchedMD/slurm/blob/slurm-24-11-5-1/src/slurmctld/job_mgr.c (_test_job_desc_fields) */
+#define SP_STR_MAX 1024
+
+static const char *sp_too_long(const slurmpod_req_t *r)
+{
+    const char *const v[] = { r->account, r->partition, r->qos, r->tres_per_node, r->tres_per_job, r->features,
+                              r->comment, r->name, r->tres_per_task, r->tres_per_socket };
+    static const char *const names[] = { "account", "partition", "qos", "tres_per_node", "tres_per_job",
+                                         "features", "comment", "name", "tres_per_task", "tres_per_socket" };
+    size_t i;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        if (v[i] && strnlen(v[i], SP_STR_MAX + 1) > SP_STR_MAX)
+            return names[i];
+    return NULL;
+}
+
+/* The Slurm error code for a refusal of this kind (sbatch prints its text under the policy's message). */
+static int sp_error_code(uint32_t refusal)
+{
+    switch (refusal) {
+    case SP_REFUSE_ACCESS: return ESLURM_ACCESS_DENIED;
+    case SP_REFUSE_TIME: return ESLURM_INVALID_TIME_LIMIT;
+    case SP_REFUSE_GRES: return ESLURM_INVALID_GRES;
+    case SP_REFUSE_TOPOLOGY: return ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE;
+    case SP_REFUSE_TOO_LONG: return ESLURM_PATHNAME_TOO_LONG;
+    default: return SLURM_ERROR;
+    }
+}
+
+/* uid: the caller's (submit_uid), never job_desc->user_id, which job_modify leaves NO_VAL. */
+static int sp_call(job_desc_msg_t *d, bool modify, uint32_t uid, char **err_msg)
 {
     uint64_t started = sp_now_ns();
     slurmpod_req_t req = {
-        .user_id = d->user_id, .group_id = d->group_id, .job_id = sp_job_id(d), .is_modify = modify,
+        .user_id = uid, .group_id = d->group_id, .job_id = sp_job_id(d), .is_modify = modify,
         .min_nodes = d->min_nodes, .max_nodes = d->max_nodes, .num_tasks = d->num_tasks,
         .time_limit = d->time_limit, .req_switch = d->req_switch, .wait4switch = d->wait4switch,
         .segment_size = d->segment_size, .shared = d->shared, .requeue = d->requeue,
         .warn_signal = d->warn_signal, .warn_time = d->warn_time, .warn_flags = d->warn_flags,
         .account = d->account, .partition = d->partition, .qos = d->qos,
         .tres_per_node = d->tres_per_node, .tres_per_job = d->tres_per_job, .features = d->features,
-        .comment = d->comment, .name = d->name,
+        .comment = d->comment, .name = d->name, .tres_per_task = d->tres_per_task,
+        .tres_per_socket = d->tres_per_socket,
     };
     slurmpod_out_t out;
+    const char *too_long;
     int rc = SLURM_SUCCESS;
 
+    if ((too_long = sp_too_long(&req))) {
+        char line[128];
+        if (err_msg) {
+            snprintf(line, sizeof(line), "rejected by cluster policy: %s is longer than %d bytes", too_long,
+                     SP_STR_MAX);
+            *err_msg = slurm_xstrdup(line);
+        }
+        snprintf(line, sizeof(line), "%s job=- uid=%u verdict=reject rules=too-long field=%s",
+                 modify ? "modify" : "submit", uid, too_long);
+        sp_record(started);
+        sp_log(line);
+        return ESLURM_PATHNAME_TOO_LONG;
+    }
     memset(&out, 0, sizeof(out));
     if (sp_fast_try(&req, &out)) {
         __atomic_fetch_add(&sp_fast_calls, 1, __ATOMIC_RELAXED);
@@ -450,14 +498,14 @@ static int sp_call(job_desc_msg_t *d, bool modify, char **err_msg)
     }
     if (rc != SLURM_SUCCESS) {
         __atomic_fetch_add(&sp_failures, 1, __ATOMIC_RELAXED);
-        slurm_error("job_submit/slurmpod: the policy engine failed for a job of uid %u", d->user_id);
+        slurm_error("job_submit/slurmpod: the policy engine failed for a job of uid %u", uid);
         if (err_msg)
             *err_msg = slurm_xstrdup("rejected by cluster policy: the policy engine failed (see slurmctld log)");
         sp_record(started);
         return SLURM_ERROR;
     }
     if (out.verdict == SP_VERDICT_REJECT) {
-        rc = SLURM_ERROR;
+        rc = sp_error_code(out.refusal);
     } else {
         if (out.set & SP_SET_PARTITION) sp_set_str(&d->partition, out.partition);
         if (out.set & SP_SET_QOS) sp_set_str(&d->qos, out.qos);
@@ -481,14 +529,12 @@ static int sp_call(job_desc_msg_t *d, bool modify, char **err_msg)
 
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
-    (void) submit_uid;
-    return sp_call(job_desc, false, err_msg);
+    return sp_call(job_desc, false, submit_uid, err_msg);
 }
 
 extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid,
               char **err_msg)
 {
     (void) job_ptr;
-    (void) submit_uid;
-    return sp_call(job_desc, true, err_msg);
+    return sp_call(job_desc, true, submit_uid, err_msg);
 }

@@ -18,11 +18,13 @@ typedef struct {
     uint32_t min_nodes, max_nodes, num_tasks, time_limit, req_switch, wait4switch;
     uint32_t segment_size, shared, requeue, warn_signal, warn_time, warn_flags;
     const char *account, *partition, *qos, *tres_per_node, *tres_per_job, *features, *comment, *name;
+    const char *tres_per_task, *tres_per_socket;
 } slurmpod_req_t;
 
 typedef struct {
     uint32_t verdict;   /* 0 accept, 1 modify, 2 reject */
     uint32_t set;       /* SP_SET_* bits: which fields below to write into job_desc */
+    uint32_t refusal;   /* SP_REFUSE_*: what kind of refusal, for the Slurm error code (reject only) */
     uint32_t time_limit, requeue, warn_signal, warn_time, warn_flags, req_switch, wait4switch;
     uint32_t segment_size, shared;
     char partition[256], qos[256], tres_per_node[1024];
@@ -33,6 +35,14 @@ typedef struct {
 #define SP_VERDICT_ACCEPT 0
 #define SP_VERDICT_MODIFY 1
 #define SP_VERDICT_REJECT 2
+
+/* What kind of refusal (the shim returns the matching ESLURM_* code; Python twin: outcome.Refusal). */
+#define SP_REFUSE_POLICY 0
+#define SP_REFUSE_ACCESS 1
+#define SP_REFUSE_TIME 2
+#define SP_REFUSE_GRES 3
+#define SP_REFUSE_TOPOLOGY 4
+#define SP_REFUSE_TOO_LONG 5
 
 #define SP_SET_PARTITION (1u << 0)
 #define SP_SET_QOS (1u << 1)

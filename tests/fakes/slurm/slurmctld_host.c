@@ -4,6 +4,9 @@
  *   slurmctld_host PLUGIN.so [--threads N --repeat M] PARTITION[:GPUS_PER_NODE[:NODES]] ...
  * A job argument "--swap=FILE" renames FILE over $SLURMPOD_POLICY instead (a ConfigMap update).
  * HOST_UNIQUE=1 gives every submission its own job name (as sbatch -J NAME-$i would).
+ * HOST_UID=N submits as uid N (job_desc user_id and submit_uid); HOST_ACCOUNT=A sets --account;
+ * HOST_COMMENT_BYTES=N gives every job an N-byte comment ending in a non-ASCII byte (the Python path).
+ * HOST_TRES_PER_TASK=T sets tres_per_task (--gpus-per-task). The last line is "rss_kb=<VmRSS>".
  * HOST_WAIT_MS=N sleeps N ms after the last job, then writes "host: fini" to stderr before calling fini(). */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -68,12 +71,25 @@ static int submit(const char *spec, char *line, size_t len)
         d.tres_per_node = malloc(32);
         snprintf(d.tres_per_node, 32, "gres/gpu:%d", gpus);
     }
-    rc = job_submit(&d, 0, &err);
+    uint32_t uid = getenv("HOST_UID") ? (uint32_t) atoi(getenv("HOST_UID")) : 0;
+    d.user_id = uid;
+    d.account = getenv("HOST_ACCOUNT");
+    d.tres_per_task = getenv("HOST_TRES_PER_TASK");
+    if (getenv("HOST_COMMENT_BYTES")) {
+        size_t n = (size_t) atol(getenv("HOST_COMMENT_BYTES"));
+        d.comment = malloc(n + 1);
+        memset(d.comment, 'c', n);
+        if (n)
+            d.comment[n - 1] = (char) 0xe9;
+        d.comment[n] = '\0';
+    }
+    rc = job_submit(&d, uid, &err);
     snprintf(line, len, "job=%s rc=%d time_limit=%u requeue=%u warn_signal=%u segment_size=%u tres_per_node=%s "
              "err=%s", spec, rc, d.time_limit, d.requeue, d.warn_signal, d.segment_size,
              d.tres_per_node ? d.tres_per_node : "-", err ? err : "-");
     free(d.partition);
     free(d.tres_per_node);
+    free(d.comment);
     free(err);
     return rc;
 }
@@ -142,6 +158,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "host: fini\n");
     }
     printf("fini=%d\n", fini());
+    {
+        char status[256];
+        FILE *fp = fopen("/proc/self/status", "r");
+        while (fp && fgets(status, sizeof(status), fp))
+            if (!strncmp(status, "VmRSS:", 6))
+                printf("rss_kb=%ld\n", atol(status + 6));
+        if (fp)
+            fclose(fp);
+    }
     if (getenv("HOST_RELOAD")) { /* what an in-process reconfigure does: unload, load, init again */
         dlclose(h);
         if (!(h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL))) {

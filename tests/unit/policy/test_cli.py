@@ -37,7 +37,8 @@ def test_exit_code_follows_the_verdict(job: dict[str, object], code: int, verdic
     assert out.returncode == code, out.stderr
     decision = json.loads(out.stdout)
     assert decision["verdict"] == verdict
-    assert set(decision) == {"verdict", "set", "message", "rules"}
+    # a rejection also says what kind it is (the Slurm error code the plugin returns)
+    assert set(decision) == {"verdict", "set", "message", "rules"} | ({"refusal"} if verdict == "reject" else set())
     if verdict == "modify":
         assert decision["set"] == {"requeue": True, "warn_signal": 10, "warn_time": 120, "warn_flags": 0}
 

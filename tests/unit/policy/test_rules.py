@@ -9,7 +9,7 @@ from policykit import BLOCK, TREE, default_policy, job, policy
 
 from slurmpod import well_known as wk
 from slurmpod.policy import decide
-from slurmpod.policy.decision import Verdict
+from slurmpod.policy.decision import Refusal, Verdict
 from slurmpod.policy.request import TIME_INFINITE, Sharing
 
 TIERS = """
@@ -128,3 +128,37 @@ def test_job_modify_refuses_what_it_names_and_fills_in_nothing(kw: dict[str, Any
     d = decide.decide(policy(TIERS), job(is_modify=True, **kw))
     assert d.verdict is verdict, d
     assert not d.changes
+
+
+@pytest.mark.parametrize("kw", [
+    {"tres_per_task": "gres/gpu:1", "min_nodes": 2},
+    {"tres_per_socket": "gres/gpu:1"},
+    {"tres_per_job": "gres/gpu:1"},
+    {"tres_per_node": "gres/gpu:1"},
+], ids=["gpus-per-task", "gpus-per-socket", "gpus", "gpus-per-node"])
+def test_every_gpu_form_is_refused_in_a_cpu_only_partition(kw: dict[str, Any]) -> None:
+    d = decide.decide(policy(TIERS), job(partition="cpu", **kw))
+    assert d.verdict is Verdict.REJECT and "has no GPUs" in d.message
+    assert d.refusal is Refusal.GRES
+
+
+@pytest.mark.parametrize("kw", [{"tres_per_task": "gres/gpu:1"}, {"tres_per_socket": "gres/gpu:2"}],
+                         ids=["gpus-per-task", "gpus-per-socket"])
+def test_gpus_per_task_or_socket_on_two_nodes_do_not_escape_whole_node_gpus(kw: dict[str, Any]) -> None:
+    """-N2 --gpus-per-task=1 once counted as a CPU job: no whole nodes, no placement."""
+    d = decide.decide(policy("topology: {plugin: block, groupSize: 4, wholeNodeGpus: 8}\n"), job(min_nodes=2, **kw))
+    assert d.verdict is Verdict.REJECT and "--gpus-per-node=8" in d.message
+    assert d.refusal is Refusal.GRES
+
+
+def test_gpus_per_task_on_two_nodes_are_placed_by_the_topology_rule() -> None:
+    d = decide.decide(policy(BLOCK), job(min_nodes=2, tres_per_task="gres/gpu:1"))
+    assert d.verdict is Verdict.MODIFY and d.changes.segment_size == 2
+
+
+@pytest.mark.parametrize(("kw", "refusal"), [
+    ({"partition": "high", "user": "eve"}, Refusal.ACCESS),
+    ({"partition": "preempt", "time_limit": 601}, Refusal.TIME),
+], ids=["tier-access", "time-cap"])
+def test_a_rejection_says_what_kind_it_is(kw: dict[str, Any], refusal: Refusal) -> None:
+    assert decide.decide(policy(TIERS), job(**kw)).refusal is refusal

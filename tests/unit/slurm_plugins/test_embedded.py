@@ -34,7 +34,7 @@ def policy_file(tmp_path: Path) -> Iterator[Path]:
     path.write_text(default_policy_text(), encoding="utf-8")
     yield path
     embedded._State.runtime = None
-    embedded._State.memo, embedded._State.memo_for = {}, None
+    embedded._State.memo = embedded.Memo(None, {})
 
 
 def _start(ffi: cffi.FFI, path: Path) -> str:
@@ -175,9 +175,50 @@ def test_the_answer_follows_the_users_groups(ffi: cffi.FFI, tmp_path: Path) -> N
     runtime = embedded._State.runtime
     assert runtime is not None
     now, groups = [0.0], [("users",)]
-    runtime._clock, runtime._identity = (lambda: now[0]), (lambda uid, gid: ("alice", groups[0]))
+    runtime._clock, runtime._identity = (lambda: now[0]), (lambda uid: ("alice", groups[0]))
     assert _decide(ffi, partition="high").verdict == 2
     groups[0] = ("admins", "users")
     now[0] += bridge.IDENTITY_TTL_S + 1  # the identity cache expires; the remembered answer must not outlive it
     assert _decide(ffi, partition="high").verdict == 0
     embedded._State.runtime = None
+
+
+def test_a_group_lookup_past_its_deadline_is_a_clear_refusal(tmp_path: Path) -> None:
+    """NSS that hangs (LDAP down) must not hold slurmctld's job write lock: the call is refused in time."""
+    import threading
+
+    release = threading.Event()
+    path = tmp_path / "policy.yaml"
+    path.write_text(default_policy_text(), encoding="utf-8")
+    runtime = bridge.PluginRuntime(path, identity=lambda uid: (release.wait(5), ("alice", ()))[1],
+                                   deadline_s=0.05)
+    decision, _ = runtime.decide({"user_id": 1000, "partition": "main"})
+    release.set()
+    assert decision.verdict.value == "reject" and "could not be looked up within 0.05 s" in decision.message
+    assert decision.rules == ("identity",)
+
+
+def test_identity_comes_from_the_callers_uid_not_the_jobs_gid(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(default_policy_text(), encoding="utf-8")
+    seen: list[int] = []
+    runtime = bridge.PluginRuntime(path, identity=lambda uid: (seen.append(uid), ("alice", ()))[1])
+    runtime.decide({"user_id": 1000, "group_id": 0, "partition": "main"})
+    assert seen == [1000]
+
+
+def test_an_answer_decided_under_the_old_policy_is_not_stored_under_the_new(ffi: cffi.FFI, policy_file: Path) -> None:
+    """Check and store are one read of the memo: a reload between them leaves the new memo clean."""
+    _start(ffi, policy_file)
+    runtime = embedded._State.runtime
+    assert runtime is not None
+    real = runtime.decide
+
+    def reload_midway(desc: Any, loaded: Any = None) -> Any:
+        answer = real(desc, loaded)
+        embedded._State.memo = embedded.Memo(object(), {})  # another thread saw a new policy meanwhile
+        return answer
+
+    runtime.decide = reload_midway  # type: ignore[method-assign]
+    _decide(ffi, partition="main", account="caf\u00e9")
+    assert embedded._State.memo.answers == {}

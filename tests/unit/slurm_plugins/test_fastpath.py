@@ -51,7 +51,7 @@ class Both:
 
     def __init__(self, mod: Any, policy_path: Path) -> None:
         self.ffi, self.lib = mod.ffi, mod.lib
-        self.runtime = bridge.PluginRuntime(policy_path, identity=lambda uid, gid: USERS.get(uid, (str(uid), ())))
+        self.runtime = bridge.PluginRuntime(policy_path, identity=lambda uid: USERS.get(uid, (str(uid), ())))
         loaded = self.runtime.current()
         self.table = self.ffi.new("slurmpod_fast_t *")
         assert loaded.policy is not None, loaded.error
@@ -106,10 +106,9 @@ def _both(fast: Any, tmp_path: Path, text: str) -> Both:
                                                             "cap of 1440 min"),
     ({"partition": b"cpu,main", "tres_per_node": b"gres/gpu:1"}, 2, "partition cpu has no GPUs; submit GPU jobs "
                                                                      "to a GPU partition"),
-    ({"partition": b"high", "account": b"inference", "time_limit": 60}, 0, ""),
     ({"partition": b"main", "is_modify": 1, "job_id": 42, "time_limit": 5}, 0, ""),
 ], ids=["default-tier", "unique-name", "preempt-modify", "preempt-cap-set", "preempt-unlimited", "cpu-only",
-        "high-by-account", "job-modify"])
+        "job-modify"])
 def test_the_default_policy_is_decided_in_c(fast: Any, tmp_path: Path, fields: dict[str, Any], verdict: int,
                                             message: str) -> None:
     both = _both(fast, tmp_path, default_policy_text())
@@ -200,6 +199,8 @@ REQUESTS = st.fixed_dictionaries({
     "account": st.sampled_from([None, b"", b"inference", b"other", b"x'y", b'x"y', b"a\\b"]),
     "tres_per_node": _ascii_or_odd(TRES),
     "tres_per_job": st.sampled_from(TRES),
+    "tres_per_task": st.sampled_from(TRES),
+    "tres_per_socket": st.sampled_from(TRES),
     "min_nodes": st.sampled_from([NO_VAL, 0, 1, 2, 5]),
     "max_nodes": st.sampled_from([NO_VAL, 2, 8]),
     "time_limit": st.sampled_from([NO_VAL, 0, 5, 30, 60, 61, 1440, 1441, INFINITE]),

@@ -22,6 +22,8 @@ from slurmpod import well_known as wk
 from slurmpod.slurm_plugins import build_plugin, stats
 
 FAKES = paths.TESTS / "fakes" / "slurm"
+# Slurm 24.11's slurm_errno.h values (the fake header has the same). Ref: slurm/slurm_errno.h
+ESLURM_ACCESS_DENIED, ESLURM_PATHNAME_TOO_LONG, ESLURM_INVALID_TIME_LIMIT, ESLURM_INVALID_GRES = 2002, 2012, 2051, 2072
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +40,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _run(built: tuple[Path, Path], policy: Path, *jobs: str, stats_file: Path | None = None,
-         reload: bool = False, wait_ms: int = 0) -> subprocess.CompletedProcess[str]:
+         reload: bool = False, wait_ms: int = 0, **host_env: str) -> subprocess.CompletedProcess[str]:
     plugin, host = built
-    env = {**os.environ, wk.ENV_POLICY: str(policy), wk.ENV_PLUGIN_STATS: str(stats_file or policy.parent / "s")}
+    env = {**os.environ, wk.ENV_POLICY: str(policy), wk.ENV_PLUGIN_STATS: str(stats_file or policy.parent / "s"),
+           **{f"HOST_{k.upper()}": v for k, v in host_env.items()}}
     if reload:
         env["HOST_RELOAD"] = "1"
     if wait_ms:
@@ -72,7 +75,7 @@ def test_accept_modify_reject_through_the_plugin(built: tuple[Path, Path], tmp_p
     pre = jobs["preempt:8:2"]
     assert (pre["rc"], pre["time_limit"], pre["requeue"], pre["warn_signal"]) == ("0", "1440", "1", "10")
     assert "requeue enabled" in pre["err"]
-    assert jobs["cpu:1"]["rc"] == "-1"
+    assert jobs["cpu:1"]["rc"] == str(ESLURM_INVALID_GRES)  # sbatch: "Invalid generic resource (gres) specification"
     assert jobs["cpu:1"]["err"] == "partition cpu has no GPUs; submit GPU jobs to a GPU partition"
     assert "verdict=reject rules=cpu-only-partition" in out.stderr  # the decision log line, through slurm_log_var
     assert "fini=0" in out.stdout
@@ -167,4 +170,74 @@ def test_unloaded_and_loaded_again_in_the_same_process(built: tuple[Path, Path],
     out = _run(built, policy, "cpu:1", reload=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "reload init=0" in out.stdout
-    assert "reloaded job=cpu:1 rc=-1" in out.stdout and "has no GPUs" in out.stdout
+    assert f"reloaded job=cpu:1 rc={ESLURM_INVALID_GRES}" in out.stdout and "has no GPUs" in out.stdout
+
+
+def _rss_kb(out: subprocess.CompletedProcess[str]) -> int:
+    return int(next(line for line in out.stdout.splitlines() if line.startswith("rss_kb=")).split("=")[1])
+
+
+def test_huge_comments_on_the_python_path_keep_rss_bounded(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """500 distinct submissions with multi-megabyte comments (a non-ASCII byte sends them to Python) once
+    grew the stand-in from 17 MB to 1.9 GB: now a field past Slurm's 1 KiB is refused in C, and what
+    Python remembers is keyed by a digest."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    small = _run(built, policy, "main", unique="1")
+    huge = _run(built, policy, "--threads", "4", "--repeat", "125", "main", unique="1", comment_bytes=str(4 << 20))
+    assert huge.returncode == 0, huge.stdout + huge.stderr
+    job = _lines(huge)["main"]
+    assert job["rc"] == str(ESLURM_PATHNAME_TOO_LONG)
+    assert job["err"] == "rejected by cluster policy: comment is longer than 1024 bytes"
+    assert _rss_kb(huge) - _rss_kb(small) < 64 * 1024, (_rss_kb(small), _rss_kb(huge))
+
+
+def test_comments_within_slurms_limit_on_the_python_path_keep_rss_bounded(built: tuple[Path, Path],
+                                                                          tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    few = _run(built, policy, "--threads", "1", "--repeat", "10", "main", unique="1", comment_bytes="1024")
+    many = _run(built, policy, "--threads", "4", "--repeat", "500", "main", unique="1", comment_bytes="1024")
+    assert _lines(many)["main"]["rc"] == "0", many.stdout + many.stderr
+    assert _rss_kb(many) - _rss_kb(few) < 16 * 1024, (_rss_kb(few), _rss_kb(many))
+
+
+def test_a_partition_with_a_newline_writes_no_line_of_its_own(built: tuple[Path, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    out = _run(built, policy, "main\nforged job=1 user=root verdict=accept", wait_ms=100)
+    logged = [line for line in out.stderr.splitlines() if "job_submit/slurmpod: " in line and " job=" in line]
+    assert len(logged) == 1, out.stderr
+    assert "partition=main\\nforged job=1" in logged[0]
+
+
+def test_gpus_per_task_on_a_cpu_only_partition_is_refused(built: tuple[Path, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    job = _lines(_run(built, policy, "cpu", tres_per_task="gres/gpu:1"))["cpu"]
+    assert job["rc"] == str(ESLURM_INVALID_GRES)
+    assert job["err"] == "partition cpu has no GPUs; submit GPU jobs to a GPU partition"
+
+
+
+ENFORCE = "AccountingStorageEnforce=associations,limits,qos\n"
+
+
+@pytest.mark.parametrize(("enforce", "loads"), [("", False), (ENFORCE, True)], ids=["not-enforced", "enforced"])
+def test_account_rules_load_only_where_slurm_conf_enforces_accounts(built: tuple[Path, Path], tmp_path: Path,
+                                                                    enforce: str, loads: bool) -> None:
+    """`sbatch -p high --account=inference` was accepted for anyone on a cluster without accounting."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("tiers: [{name: high, partitions: [high], access: {accounts: [inference]}}]\n", encoding="utf-8")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=c\n" + enforce, encoding="utf-8")
+    plugin, host = built
+    env = {**os.environ, wk.ENV_POLICY: str(policy), wk.ENV_PLUGIN_STATS: str(tmp_path / "s"), "SLURM_CONF": str(conf),
+           "HOST_ACCOUNT": "inference", "HOST_UID": "4242"}
+    out = subprocess.run([str(host), str(plugin), "high"], capture_output=True, text=True, timeout=120, check=False,
+                         env=env)
+    job = _lines(out)["high"]
+    if loads:
+        assert job["rc"] == "0", out.stdout + out.stderr
+    else:
+        assert job["rc"] == "-1" and "tiers[0].access.accounts" in job["err"], out.stdout + out.stderr

@@ -15,7 +15,7 @@
 
 typedef struct job_descriptor {
     char *account, *comment, *features, *name, *partition, *qos;
-    char *tres_per_job, *tres_per_node;
+    char *tres_per_job, *tres_per_node, *tres_per_socket, *tres_per_task;
     uint32_t group_id, job_id, max_nodes, min_nodes, num_tasks, req_switch, time_limit, user_id, wait4switch;
     uint16_t requeue, segment_size, shared, warn_flags, warn_signal, warn_time;
 } job_desc_msg_t;
