@@ -11,6 +11,6 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-for kit_dir in (TESTS, TESTS / "unit" / "kits", TESTS / "cluster", TESTS / "image"):
+for kit_dir in (TESTS, TESTS / "unit" / "kits", TESTS / "cluster", TESTS / "image", TESTS / "k8s"):
     if str(kit_dir) not in sys.path:
         sys.path.insert(0, str(kit_dir))

@@ -23,8 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.kube import api, build, components, identities, iptables, leftovers, procs, render
 from slurmpod_host.kube.layout import CLUSTER_DOMAIN, NODE_NAME, Layout
 
@@ -156,7 +156,7 @@ def running(layout: Layout) -> dict[str, int | None]:
 
 def emulated_pods(client: Any) -> list[str]:
     """Containers of `slurmpod cluster` (the emulator) on this engine."""
-    return sorted(c.name for c in client.containers.list(filters={"label": wk.DOCKER_LABEL_CLUSTER}))
+    return sorted(c.name for c in client.containers.list(filters={"label": host_wk.DOCKER_LABEL_CLUSTER}))
 
 
 def up(layout: Layout, client: Any, out: TextIO = sys.stdout) -> Up:
