@@ -247,12 +247,12 @@ class PolicyCase:
     verdict: Verdict
 
 
-# Answers of the shipped policy.yaml to the researcher (not in slurmpod-admins, no `inference` account).
+# Answers of the shipped policy to the researcher (not in slurmpod-admins).
 POLICY_CASES = (
     PolicyCase("accepted: a normal-tier job, unchanged", ("-p", "main", "-t", "30"), Verdict.ACCEPT),
     PolicyCase("modified: a preemptible job gets requeue and its grace signal", ("-p", "preempt", "-t", "30",
                "--no-requeue"), Verdict.MODIFY),
-    PolicyCase("rejected: the high tier is for slurmpod-admins and the inference account", ("-p", "high", "-t", "30"),
+    PolicyCase("rejected: the high tier is for slurmpod-admins", ("-p", "high", "-t", "30"),
                Verdict.REJECT),
 )
 
