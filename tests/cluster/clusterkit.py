@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from waiting import wait_for
 
 from slurmpod import nodestate
 from slurmpod import well_known as wk
@@ -57,22 +57,7 @@ def run_slurmpod(env: dict[str, str], *args: str, timeout: float) -> subprocess.
 
 # --- Node state and pod lifecycle helpers (tests/cluster/test_node_lifecycle.py, test_faults.py) ---
 
-POLL_S = 0.25
 IDLE_TIMEOUT_S = 90.0
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout: float, poll: float = POLL_S) -> tuple[T, float]:
-    """Poll ``check`` until it returns a value that is not None; (value, seconds waited)."""
-    started = time.monotonic()
-    last: T | None = None
-    while True:
-        last = check()
-        waited = time.monotonic() - started
-        if last is not None:
-            return last, waited
-        if waited > timeout:
-            raise AssertionError(f"{what}: not after {timeout:.0f}s")
-        time.sleep(poll)
 
 
 def scontrol_json(s: Session, *args: str) -> str:

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from clusterkit import NAME, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
 
-from slurmpod.errors import PermanentError
-from slurmpod_host.cluster import cli, demo, runtime
+from slurmpod_host.cluster import cli, demo
 from slurmpod_host.cluster import well_known as host_wk
 
 TEARDOWN_FILE = "test_cluster_teardown.py"
@@ -31,14 +30,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def flavor() -> str:
     return os.environ.get("SLURMPOD_TEST_FLAVOR", "24.11")
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> Any:
-    try:
-        return runtime.connect()
-    except PermanentError as exc:
-        pytest.fail(f"these tests need a running Docker engine: {exc}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

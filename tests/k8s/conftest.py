@@ -18,7 +18,7 @@ import pytest
 from kubekit import NAMESPACE, POD_COUNT, READY_TIMEOUT_S, RELEASE, Kube, note
 
 from slurmpod.errors import PermanentError
-from slurmpod_host.cluster import demo, runtime
+from slurmpod_host.cluster import demo
 from slurmpod_host.images.build import find_repo
 from slurmpod_host.kube import release
 from slurmpod_host.kube.layout import Layout
@@ -42,14 +42,6 @@ def run_slurmpod(*args: str, timeout: float) -> subprocess.CompletedProcess[str]
     # -P: the installed packages, never the checkout's ./slurmpod folder (which would shadow them)
     return subprocess.run([sys.executable, "-P", "-m", "slurmpod.cli", *args], capture_output=True, text=True,
                           timeout=timeout, check=False)
-
-
-@pytest.fixture(scope="session")
-def docker_client() -> Any:
-    try:
-        return runtime.connect()
-    except PermanentError as exc:
-        pytest.fail(f"these tests need a running Docker engine: {exc}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,6 @@ import json
 import shlex
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -22,7 +20,6 @@ WORKERS = 2
 POD_COUNT = 1 + WORKERS + 1  # controller, workers, login
 # helm install -> every pod Ready: measured about 15 s here; the bound allows a loaded 2-core CI host.
 READY_TIMEOUT_S = 240.0
-POLL_S = 0.25
 # The chart's readiness probe (templates/_helpers.tpl slurmpod.probes): the kubelet marks a pod NotReady
 # after failureThreshold failures periodSeconds apart, each taking up to timeoutSeconds.
 # Ref: https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/#configure-probes
@@ -93,19 +90,6 @@ class Kube:
                                   f"<<'EOF'\n{body}EOF")
         assert done.returncode == 0, done.stdout + done.stderr
         return int(done.stdout.strip().split(";")[0])
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout: float, poll: float = POLL_S) -> tuple[T, float]:
-    """Poll ``check`` until it returns something other than None; (value, seconds waited)."""
-    started = time.monotonic()
-    while True:
-        value = check()
-        waited = time.monotonic() - started
-        if value is not None:
-            return value, waited
-        if waited > timeout:
-            raise AssertionError(f"{what}: not after {timeout:.0f}s")
-        time.sleep(poll)
 
 
 def note(text: str) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import time
 
-from kubekit import READY_TIMEOUT_S, Kube, note, wait_for
+from kubekit import READY_TIMEOUT_S, Kube, note
+from waiting import wait_for
 
 GRACE_S = 60  # nodesets.workers.terminationGracePeriodSeconds: the kubelet's bound on preStop + stop
 RERUN_S = 60.0  # the requeued job starts on the other worker (preStop lifts Slurm's hold), sleeps 2 s, ends

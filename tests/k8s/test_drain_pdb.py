@@ -7,7 +7,8 @@ Ref: https://kubernetes.io/docs/tasks/administer-cluster/safely-drain-node/
 
 from __future__ import annotations
 
-from kubekit import NAMESPACE, READY_TIMEOUT_S, WORKER_SELECTOR, WORKERS, Kube, note, wait_for
+from kubekit import NAMESPACE, READY_TIMEOUT_S, WORKER_SELECTOR, WORKERS, Kube, note
+from waiting import wait_for
 
 from slurmpod_host.kube import release
 from slurmpod_host.kube.layout import NODE_NAME

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubekit import Kube, wait_for
+from kubekit import Kube
+from waiting import wait_for
 
 
 def test_srun_on_both_workers(kube: Kube) -> None:

@@ -10,7 +10,8 @@ import json
 import time
 
 import yaml
-from kubekit import Kube, note, wait_for
+from kubekit import Kube, note
+from waiting import wait_for
 
 from slurmpod_host.kube.lifecycle import SYNC_FREQUENCY_S
 

@@ -4,7 +4,8 @@ node is resumed."""
 
 from __future__ import annotations
 
-from kubekit import NOT_READY_BOUND_S, PROBE_PERIOD_S, PROBE_TIMEOUT_S, Kube, note, wait_for
+from kubekit import NOT_READY_BOUND_S, PROBE_PERIOD_S, PROBE_TIMEOUT_S, Kube, note
+from waiting import wait_for
 
 
 def test_a_drained_worker_goes_not_ready_within_the_probe_bound(kube: Kube) -> None:

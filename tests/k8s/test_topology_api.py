@@ -12,7 +12,8 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from kubekit import Kube, note, wait_for
+from kubekit import Kube, note
+from waiting import wait_for
 
 from slurmpod import well_known as wk
 from slurmpod_host.kube import release

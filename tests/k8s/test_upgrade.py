@@ -9,7 +9,8 @@ from __future__ import annotations
 import subprocess
 import time
 
-from kubekit import NAMESPACE, READY_TIMEOUT_S, RELEASE, WORKER_SELECTOR, WORKERS, Kube, note, wait_for
+from kubekit import NAMESPACE, READY_TIMEOUT_S, RELEASE, WORKER_SELECTOR, WORKERS, Kube, note
+from waiting import wait_for
 
 from slurmpod_host.kube import release
 
