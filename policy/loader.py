@@ -15,7 +15,7 @@ import yaml
 
 from slurmpod.errors import BadInput
 from slurmpod.policy import model as pol
-from slurmpod.problems import Problems, join
+from slurmpod.problems import Problems, Section
 
 TOP_KEYS = ("failMode", "topology", "tiers", "defaultTier", "cpuOnlyPartitions", "rules", "acceptUnverifiedAccounts")
 TOPOLOGY_KEYS = ("plugin", "groupSize", "maxSwitchWaitSeconds", "gpuJobsOnly", "oversize", "wholeNodeGpus", "optOut")
@@ -44,14 +44,12 @@ def fail_mode_of(raw: Any) -> pol.FailMode:
 
 def parse(raw: Any, base_dir: Path, accounts_enforced: bool = True) -> pol.Policy:
     p = Problems()
-    doc = p.mapping("", raw)
-    p.unknown_keys("", doc, TOP_KEYS)
-    fail_mode = _enum(p, "failMode", doc.get("failMode", "closed"), pol.FailMode)
-    topology = _topology(p, doc.get("topology"))
-    tiers = tuple(_tier(p, where, i, item) for i, (where, item) in enumerate(p.mappings("tiers", doc["tiers"]))) \
-        if "tiers" in doc else ()
+    doc = p.section("", raw, TOP_KEYS)
+    fail_mode = doc.choice("failMode", pol.FailMode, pol.FailMode.CLOSED)
+    topology = _topology(doc.section("topology", TOPOLOGY_KEYS))
+    tiers = tuple(_tier(t, i) for i, t in enumerate(doc.sections("tiers", [], TIER_KEYS)))
     p.unique("tiers", (t.name for t in tiers))
-    default_tier = doc.get("defaultTier")
+    default_tier = doc.raw("defaultTier")
     if default_tier is not None and not any(t.name == default_tier for t in tiers):
         p.add("defaultTier", default_tier, "must name one of the tiers")
     claimed: dict[str, str] = {}
@@ -60,9 +58,9 @@ def parse(raw: Any, base_dir: Path, accounts_enforced: bool = True) -> pol.Polic
             if part in claimed:
                 p.add(f"tiers[{i}]", part, f"already mapped to tier {claimed[part]!r}")
             claimed[part] = tier.name
-    cpu_only = _names(p, "cpuOnlyPartitions", doc.get("cpuOnlyPartitions", []))
-    rules = tuple(_rule(p, where, item, base_dir) for where, item in p.mappings("rules", doc.get("rules", [])))
-    unverified = p.typed("acceptUnverifiedAccounts", doc.get("acceptUnverifiedAccounts", False), bool, "true or false")
+    cpu_only = _names(doc, "cpuOnlyPartitions")
+    rules = tuple(_rule(r, base_dir) for r in doc.sections("rules", [], RULE_KEYS))
+    unverified = doc.flag("acceptUnverifiedAccounts")
     if not accounts_enforced and not unverified:
         _unverified_accounts(p, tiers, topology)
     p.raise_if_any()
@@ -85,53 +83,48 @@ def _unverified_accounts(p: Problems, tiers: tuple[pol.Tier, ...], topology: pol
         p.add("topology.optOut.accounts", sorted(topology.opt_out.accounts), why)
 
 
-def _topology(p: Problems, raw: Any) -> pol.Topology:
-    if raw is None:
+def _topology(doc: Section) -> pol.Topology:
+    if not doc.doc:
         return pol.Topology()
-    doc = p.mapping("topology", raw)
-    p.unknown_keys("topology", doc, TOPOLOGY_KEYS)
-    kind = _enum(p, "topology.plugin", doc.get("plugin", "none"), pol.TopologyKind) or pol.TopologyKind.NONE
-    size = _int(p, "topology.groupSize", doc.get("groupSize", 0), 0)
+    p = doc.problems
+    kind = doc.choice("plugin", pol.TopologyKind, pol.TopologyKind.NONE) or pol.TopologyKind.NONE
+    size = _at_least(doc, "groupSize", 0, 0)
     if kind is not pol.TopologyKind.NONE and size < 1:
-        p.add("topology.groupSize", doc.get("groupSize"), "required (nodes per block or leaf switch, >= 1)")
-    wait = _int(p, "topology.maxSwitchWaitSeconds", doc.get("maxSwitchWaitSeconds", 300), 0)
-    gpu_only = p.typed("topology.gpuJobsOnly", doc.get("gpuJobsOnly", True), bool, "true or false")
-    oversize = _enum(p, "topology.oversize", doc.get("oversize", "segment"), pol.Oversize) or pol.Oversize.SEGMENT
+        p.add(doc.where("groupSize"), doc.raw("groupSize"), "required (nodes per block or leaf switch, >= 1)")
+    wait = _at_least(doc, "maxSwitchWaitSeconds", 300, 0)
+    gpu_only = doc.flag("gpuJobsOnly", True)
+    oversize = doc.choice("oversize", pol.Oversize, pol.Oversize.SEGMENT) or pol.Oversize.SEGMENT
     if oversize is pol.Oversize.SEGMENT and kind is pol.TopologyKind.TREE:
-        p.add("topology.oversize", "segment", "segments need topology/block; use reject or allow with tree")
-    whole = _int(p, "topology.wholeNodeGpus", doc.get("wholeNodeGpus", 0), 0)
-    opt_out = _access(p, "topology.optOut", doc["optOut"]) if "optOut" in doc else pol.NOBODY
+        p.add(doc.where("oversize"), "segment", "segments need topology/block; use reject or allow with tree")
+    whole = _at_least(doc, "wholeNodeGpus", 0, 0)
+    opt_out = _access(doc.section("optOut", ACCESS_KEYS)) if "optOut" in doc.doc else pol.NOBODY
     return pol.Topology(kind, size, wait, gpu_only if gpu_only is not None else True, oversize, whole, opt_out)
 
 
-def _tier(p: Problems, where: str, rank: int, doc: dict[str, Any]) -> pol.Tier:
-    p.unknown_keys(where, doc, TIER_KEYS)
-    name = p.typed(join(where, "name"), doc.get("name"), str, "a tier name") or f"#{rank}"
-    partitions = _names(p, join(where, "partitions"), doc.get("partitions", []))
-    qos = _names(p, join(where, "qos"), doc.get("qos", []))
+def _tier(doc: Section, rank: int) -> pol.Tier:
+    name = doc.typed("name", None, str, "a tier name") or f"#{rank}"
+    partitions = _names(doc, "partitions")
+    qos = _names(doc, "qos")
     if not partitions and not qos:
-        p.add(where, name, "a tier needs partitions or qos to be matched by")
-    requeue = p.typed(join(where, "requeue"), doc.get("requeue", False), bool, "true or false")
-    grace = _grace(p, join(where, "graceSignal"), doc["graceSignal"]) if doc.get("graceSignal") is not None else None
-    max_time = _int(p, join(where, "maxTimeMinutes"), doc["maxTimeMinutes"], 1) \
-        if doc.get("maxTimeMinutes") is not None else None
-    over = _enum(p, join(where, "overTime"), doc.get("overTime", "reject"), pol.OverTime) or pol.OverTime.REJECT
-    access = _access(p, join(where, "access"), doc["access"]) if "access" in doc else pol.EVERYONE
+        doc.problems.add(doc.path, name, "a tier needs partitions or qos to be matched by")
+    requeue = doc.flag("requeue")
+    grace = _grace(doc.section("graceSignal", GRACE_KEYS)) if doc.raw("graceSignal") is not None else None
+    max_time = _at_least(doc, "maxTimeMinutes", 1, 1) if doc.raw("maxTimeMinutes") is not None else None
+    over = doc.choice("overTime", pol.OverTime, pol.OverTime.REJECT) or pol.OverTime.REJECT
+    access = _access(doc.section("access", ACCESS_KEYS)) if "access" in doc.doc else pol.EVERYONE
     return pol.Tier(name, rank, partitions, qos, bool(requeue), grace, max_time, over, access)
 
 
-def _grace(p: Problems, where: str, raw: Any) -> pol.GraceSignal | None:
-    doc = p.mapping(where, raw)
-    p.unknown_keys(where, doc, GRACE_KEYS)
-    sig = _signal(p, join(where, "signal"), doc.get("signal"))
-    seconds = _int(p, join(where, "seconds"), doc.get("seconds"), 1)
-    p.check(seconds <= WARN_TIME_MAX, join(where, "seconds"), seconds, f"must be <= {WARN_TIME_MAX}")
-    target = _enum(p, join(where, "target"), doc.get("target", "steps"), pol.SignalTarget) or pol.SignalTarget.STEPS
-    return pol.GraceSignal(sig, seconds, target) if sig else None
+def _grace(doc: Section) -> pol.GraceSignal | None:
+    sig = _signal(doc)
+    seconds = doc.integer("seconds", 0, 1, WARN_TIME_MAX)
+    target = doc.choice("target", pol.SignalTarget, pol.SignalTarget.STEPS) or pol.SignalTarget.STEPS
+    return pol.GraceSignal(sig, seconds, target) if sig and seconds else None
 
 
-def _signal(p: Problems, where: str, raw: Any) -> int:
+def _signal(doc: Section) -> int:
     """USR1, SIGUSR1 or a number. Ref: https://slurm.schedmd.com/sbatch.html#OPT_signal"""
+    raw = doc.raw("signal")
     if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw < 65:
         return raw
     if isinstance(raw, str):
@@ -140,59 +133,46 @@ def _signal(p: Problems, where: str, raw: Any) -> int:
             return int(signal.Signals[name])
         except KeyError:
             pass
-    p.add(where, raw, "must be a signal name (USR1, SIGTERM) or number 1-64")
+    doc.problems.add(doc.where("signal"), raw, "must be a signal name (USR1, SIGTERM) or number 1-64")
     return 0
 
 
-def _access(p: Problems, where: str, raw: Any) -> pol.Access:
-    doc = p.mapping(where, raw)
-    p.unknown_keys(where, doc, ACCESS_KEYS)
-    return pol.Access(_names(p, join(where, "users"), doc.get("users", [])),
-                      _names(p, join(where, "groups"), doc.get("groups", [])),
-                      _names(p, join(where, "accounts"), doc.get("accounts", [])))
+def _access(doc: Section) -> pol.Access:
+    return pol.Access(_names(doc, "users"), _names(doc, "groups"), _names(doc, "accounts"))
 
 
-def _rule(p: Problems, where: str, doc: dict[str, Any], base_dir: Path) -> pol.CustomRule | None:
-    p.unknown_keys(where, doc, RULE_KEYS)
-    file = p.typed(join(where, "file"), doc.get("file"), str, "a path to a Python file")
-    func_name = p.typed(join(where, "function"), doc.get("function", "rule"), str, "a function name")
+def _rule(doc: Section, base_dir: Path) -> pol.CustomRule | None:
+    file = doc.typed("file", None, str, "a path to a Python file")
+    func_name = doc.typed("function", "rule", str, "a function name")
     if file is None or func_name is None:
         return None
     path = Path(file) if Path(file).is_absolute() else base_dir / file
     spec = importlib.util.spec_from_file_location(f"slurmpod_policy_rule_{path.stem}", path)
     if spec is None or spec.loader is None or not path.is_file():
-        p.add(join(where, "file"), file, "no such Python file")
+        doc.problems.add(doc.where("file"), file, "no such Python file")
         return None
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # a site's file: any error it raises is a problem with the policy
-        p.add(join(where, "file"), file, f"failed to load: {type(exc).__name__}: {exc}")
+        doc.problems.add(doc.where("file"), file, f"failed to load: {type(exc).__name__}: {exc}")
         return None
     func = getattr(module, func_name, None)
     if not callable(func):
-        p.add(join(where, "function"), func_name, f"no such function in {file}")
+        doc.problems.add(doc.where("function"), func_name, f"no such function in {file}")
         return None
     return pol.CustomRule(f"{path.name}:{func_name}", func)
 
 
-def _names(p: Problems, where: str, raw: Any) -> frozenset[str]:
+def _names(doc: Section, key: str) -> frozenset[str]:
+    raw = doc.raw(key, [])
     if isinstance(raw, list) and all(isinstance(x, str) and x and x.strip() == x for x in raw):
         return frozenset(raw)
-    p.add(where, raw, "must be a list of names")
+    doc.problems.add(doc.where(key), raw, "must be a list of names")
     return frozenset()
 
 
-def _int(p: Problems, where: str, raw: Any, minimum: int) -> int:
-    value = p.typed(where, raw, int, "an integer")
-    if value is None:
-        return minimum
-    return value if p.check(value >= minimum, where, value, f"must be >= {minimum}") else minimum
-
-
-def _enum(p: Problems, where: str, raw: Any, kind: type[pol.E]) -> pol.E | None:
-    try:
-        return kind(raw)
-    except ValueError:
-        p.add(where, raw, f"expected one of {', '.join(str(m.value) for m in kind)}")
-        return None
+def _at_least(doc: Section, key: str, default: int, minimum: int) -> int:
+    """A whole number >= ``minimum``; ``minimum`` (with its problem recorded) when it is not."""
+    value = doc.integer(key, default, minimum, 2**31 - 1)
+    return minimum if value is None else value
