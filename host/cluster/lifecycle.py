@@ -63,7 +63,8 @@ class PodPatch:
     image_entrypoint: bool = False
     # mountPath -> new mountPath, or None to drop that volumeMount (Slinky mounts the key elsewhere).
     move_mounts: Mapping[str, str | None] | None = None
-    # Capabilities added to the container's securityContext (`cgroup.access: hostV1` adds SYS_ADMIN, SYS_NICE).
+    # Capabilities added to the container's securityContext (`cgroup.access: hostV1`, which the chart takes only
+    # with `cgroup.acceptNodeRootEquivalent: true`, adds SYS_ADMIN, SYS_NICE).
     cap_add: tuple[str, ...] = ()
     # mountPath -> hostPath: a hostPath volume mounted read-write (the emulator serves /sys/fs/cgroup only).
     host_paths: Mapping[str, str] | None = None

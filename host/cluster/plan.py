@@ -70,6 +70,9 @@ class PodPlan:
     cpu_shares: int
     cap_add: tuple[str, ...]
     cap_drop: tuple[str, ...]
+    # Docker --security-opt: seccomp (pod securityContext.seccompProfile), no-new-privileges
+    # (allowPrivilegeEscalation: false).
+    security_opt: tuple[str, ...]
     readiness: Probe | None
     pre_stop: tuple[str, ...] | None
     stop_timeout_s: int  # terminationGracePeriodSeconds

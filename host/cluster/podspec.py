@@ -3,7 +3,8 @@
 Only the fields listed here are understood; any other field is an error naming it, so the
 manifests we ship stay the ones the emulator runs. Fields deliberately ignored say why.
 readinessProbe becomes the container's Docker health check (Ready = healthy);
-terminationGracePeriodSeconds becomes Docker's stop timeout; lifecycle.preStop is kept in the
+terminationGracePeriodSeconds becomes Docker's stop timeout; the pod's seccompProfile and each container's
+allowPrivilegeEscalation become Docker's seccomp profile and no-new-privileges; lifecycle.preStop is kept in the
 plan (and on the container) and run by slurmpod_host.cluster.lifecycle.delete_pod, not by `cluster down`,
 which removes pods at once, as a forced delete would.
 Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/
@@ -50,7 +51,11 @@ MIN_SHARES = 2
 STS_FIELDS = frozenset({"serviceName", "replicas", "podManagementPolicy", "selector", "template",
                         "volumeClaimTemplates"})
 POD_FIELDS = frozenset({"containers", "volumes", "terminationGracePeriodSeconds",
-                        "automountServiceAccountToken", "enableServiceLinks"})
+                        "automountServiceAccountToken", "enableServiceLinks", "securityContext"})
+# seccompProfile.type -> Docker's security option; RuntimeDefault is Docker's default profile (no option).
+# Ref: https://kubernetes.io/docs/tutorials/security/seccomp/ Ref: https://docs.docker.com/engine/security/seccomp/
+SECCOMP_OPTIONS: dict[str, tuple[str, ...]] = {"RuntimeDefault": (), "Unconfined": ("seccomp=unconfined",)}
+NO_NEW_PRIVILEGES = "no-new-privileges:true"  # Ref: https://docs.docker.com/reference/cli/docker/container/run/#security-opt
 POD_IGNORED = {"dnsConfig": "Docker's embedded DNS resolves bare pod names on the cluster network",
                "priorityClassName": "one Docker host and no scheduler: nothing is preempted"}
 INTERPRETED_KINDS = frozenset({"StatefulSet", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim"})
@@ -59,6 +64,7 @@ _NO_API = "no API server: pods here never call it"
 KINDS_IGNORED = {
     "PriorityClass": "one Docker host and no scheduler: nothing is preempted",
     "PodDisruptionBudget": "no eviction API: pods are deleted by `slurmpod cluster` only",
+    "NetworkPolicy": "not enforced in the emulator: every pod on the cluster's bridge reaches every port",
     "ServiceAccount": _NO_API, "ClusterRole": _NO_API, "ClusterRoleBinding": _NO_API,
     "Role": _NO_API, "RoleBinding": _NO_API,
 }
@@ -262,13 +268,47 @@ def _pre_stop(container: Mapping[str, Any], field: str, problems: Problems) -> t
     return tuple(str(c) for c in command)
 
 
-def _capabilities(container: Mapping[str, Any], field: str,
-                  problems: Problems) -> tuple[tuple[str, ...], tuple[str, ...]]:
+@dataclass(frozen=True, slots=True)
+class _Security:
+    cap_add: tuple[str, ...]
+    cap_drop: tuple[str, ...]
+    no_new_privileges: bool
+
+
+def _container_security(container: Mapping[str, Any], field: str, problems: Problems) -> _Security:
+    """capabilities and allowPrivilegeEscalation (unset: true, as the kubelet leaves no_new_privs off)."""
     sc = container.get("securityContext") or {}
-    _unknown(sc, frozenset({"capabilities"}), {}, f"{field}.securityContext", problems)
+    _unknown(sc, frozenset({"capabilities", "allowPrivilegeEscalation"}), {}, f"{field}.securityContext",
+             problems)
     caps = sc.get("capabilities") or {}
     _unknown(caps, frozenset({"add", "drop"}), {}, f"{field}.securityContext.capabilities", problems)
-    return tuple(str(c) for c in caps.get("add") or ()), tuple(str(c) for c in caps.get("drop") or ())
+    add, drop = tuple(str(c) for c in caps.get("add") or ()), tuple(str(c) for c in caps.get("drop") or ())
+    allow = sc.get("allowPrivilegeEscalation", True)
+    if not isinstance(allow, bool):
+        problems.add(f"{field}.securityContext.allowPrivilegeEscalation", str(allow), "must be a boolean")
+        allow = True
+    # The API server refuses this pair, for this spelling only (validation.go, ValidateSecurityContext).
+    # Ref: https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/core/validation/validation.go
+    if not allow and "CAP_SYS_ADMIN" in add:
+        problems.add(f"{field}.securityContext.allowPrivilegeEscalation", "false",
+                     "the API server refuses it beside capabilities.add CAP_SYS_ADMIN")
+    return _Security(add, drop, no_new_privileges=not allow)
+
+
+def _pod_seccomp(pod: Mapping[str, Any], field: str, problems: Problems) -> tuple[str, ...]:
+    """The pod's securityContext: only seccompProfile, as Docker security options."""
+    sc = pod.get("securityContext") or {}
+    _unknown(sc, frozenset({"seccompProfile"}), {}, f"{field}.securityContext", problems)
+    profile = sc.get("seccompProfile")
+    if profile is None:  # the kubelet's default: Unconfined unless SeccompDefault is on
+        return SECCOMP_OPTIONS["Unconfined"]
+    _unknown(profile, frozenset({"type"}), {}, f"{field}.securityContext.seccompProfile", problems)
+    kind = str(profile.get("type"))
+    if kind not in SECCOMP_OPTIONS:
+        problems.add(f"{field}.securityContext.seccompProfile.type", kind,
+                     f"the emulator runs {' or '.join(SECCOMP_OPTIONS)}")
+        return ()
+    return SECCOMP_OPTIONS[kind]
 
 
 def rfc3339_nano(when: datetime) -> str:
@@ -339,7 +379,8 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
     res = _resources(container, params, cfield, problems)
     readiness = _probe(container.get("readinessProbe"), f"{cfield}.readinessProbe", problems)
     pre_stop = _pre_stop(container, cfield, problems)
-    cap_add, cap_drop = _capabilities(container, cfield, problems)
+    security = _container_security(container, cfield, problems)
+    security_opt = (*_pod_seccomp(pod, pfield, problems), *((NO_NEW_PRIVILEGES,) if security.no_new_privileges else ()))
     revision = f"{sts_name}-{_revision_hash(template)}"
     claim_names = [str((t.get("metadata") or {}).get("name")) for t in spec.get("volumeClaimTemplates") or []]
     cpu_limit, mem_limit, cpu_request = res["limits.cpu"], res["limits.memory"], res["requests.cpu"]
@@ -399,8 +440,9 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
             nano_cpus=None if cpu_limit is None else math.ceil(cpu_limit * 10**9),
             mem_limit=None if mem_limit is None else math.ceil(mem_limit),
             cpu_shares=max(MIN_SHARES, math.floor((cpu_request or 0) * 1024)),
-            cap_add=cap_add,
-            cap_drop=cap_drop,
+            cap_add=security.cap_add,
+            cap_drop=security.cap_drop,
+            security_opt=security_opt,
             readiness=readiness,
             pre_stop=pre_stop,
             stop_timeout_s=grace,

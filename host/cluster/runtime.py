@@ -201,6 +201,7 @@ def create_pod(client: Any, plan: PodPlan, params: podspec.ClusterParams, root: 
         cpu_shares=plan.cpu_shares,
         cap_add=list(plan.cap_add) or None,
         cap_drop=list(plan.cap_drop) or None,
+        security_opt=list(plan.security_opt) or None,
         init=False,  # supervisord is PID 1
         restart_policy=RESTART_POLICY,
         network_mode=params.network,

@@ -39,9 +39,12 @@ RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.
 COPY sshd_slurmpod.conf /etc/ssh/sshd_config.d/slurmpod.conf
-# ssh sessions of job owners join their job on this node; users without a job here are refused.
-# Ref: https://slurm.schedmd.com/pam_slurm_adopt.html (last in the account stack)
-RUN printf '%s\n' 'account required pam_slurm_adopt.so action_no_jobs=deny' >> /etc/pam.d/sshd
+# ssh sessions of job owners join their job on this node; users without a job here are refused, and so is
+# a session that cannot join its job (no extern step without PrologFlags=Contain, i.e. `cgroups: false`) or
+# that pam_slurm_adopt cannot decide on: the module's defaults (adopt failure: allow, generic failure:
+# ignore) would let it in, uncounted and outliving the job.
+# Ref: https://slurm.schedmd.com/pam_slurm_adopt.html (last in the account stack; options)
+RUN printf '%s\n' 'account required pam_slurm_adopt.so action_no_jobs=deny action_adopt_failure=deny action_generic_failure=deny' >> /etc/pam.d/sshd
 
 # slurmpod itself: the last layers, so a Python-only change reuses every layer above.
 COPY slurmpod-wheel/ /tmp/slurmpod-wheel/

@@ -21,7 +21,9 @@ from slurmpod import well_known as wk
 from slurmpod_host.cluster import lifecycle, runtime
 from slurmpod_host.cluster.jobs import JobRecord
 
-# What values `cgroup.access: hostV1` renders for a worker (deploy/helm/slurmpod/templates/worker.yaml).
+# What values `cgroup.access: hostV1` (with `cgroup.acceptNodeRootEquivalent: true`, which the chart requires
+# for it) renders for a worker (deploy/helm/slurmpod/templates/worker.yaml). allowPrivilegeEscalation stays
+# false there, as in the shipped manifests the patch starts from.
 HOST_V1 = lifecycle.PodPatch(cap_add=("SYS_ADMIN", "SYS_NICE"), host_paths={"/sys/fs/cgroup": "/sys/fs/cgroup"})
 JOB_RUNNING_WORST_S = 90.0  # a prolog (20 s deadline) and a scheduling pass, with room on a loaded host
 # scancel to the job's end: KillWait (30 s) before SIGKILL, the epilog (PrologEpilogTimeout, 60 s), room.

@@ -2,7 +2,8 @@
 
 Every worker's sshd ends its PAM account stack with pam_slurm_adopt (images/dockerfiles/worker.Dockerfile):
 a user with a job on the worker gets in and the session joins that job's extern step, which PrologFlags=
-Contain makes (slurmpod adds it whenever `cgroups: true`); a user with no job there is refused.
+Contain makes (slurmpod adds it whenever `cgroups: true`); a user with no job there is refused, and so is
+one with a job that cannot be contained (no Contain: action_adopt_failure=deny).
 Ref: https://slurm.schedmd.com/pam_slurm_adopt.html
 Root never logs in over ssh (test_pod_runtime.py); operators use `kubectl exec`, which PAM never sees.
 """
@@ -28,11 +29,38 @@ DENIALS = ("pam_slurm_adopt", "by PAM account configuration")
 
 
 @pytest.fixture(scope="module")
-def adopt(session: Session) -> Iterator[None]:
-    keys = session.as_researcher("sh", "-c", KEYGEN)
-    assert keys.code == 0, keys.stderr
+def keys(session: Session) -> None:
+    made = session.as_researcher("sh", "-c", KEYGEN)
+    assert made.code == 0, made.stderr
+
+
+@pytest.fixture(scope="module")
+def adopt(session: Session, keys: None) -> Iterator[None]:
     with cgroupkit.cgroup_cluster(session):
         yield
+
+
+def test_ssh_to_a_job_without_contain_is_refused(session: Session, keys: None) -> None:
+    """The shipped cluster (`cgroups: false`): no PrologFlags=Contain, so no extern step to adopt into.
+    action_adopt_failure=deny refuses the session that would otherwise outlive the job. First in the
+    module: `adopt` switches the cluster to cgroups until the module ends."""
+    worker = session.cluster.workers[0]
+    marker = cgroupkit.home("no-contain-started")
+    session.as_researcher("rm", "-f", marker)
+    job = cgroupkit.sbatch(session, "-w", worker, "--time=3", "--output=/dev/null", "--wrap",
+                           f"touch {marker}; sleep 170")
+    try:
+        cgroupkit.wait_running(session, job, worker)
+        wait_for(f"job {job}'s batch script to start",
+                 lambda: True if session.as_researcher("test", "-e", marker).code == 0 else None,
+                 cgroupkit.JOB_RUNNING_WORST_S)
+        refused = session.as_researcher(*cgroupkit.SSH, worker, "true", timeout=60)
+    finally:
+        cgroupkit.cancel(session, worker, job)
+    print(f"job {job}: exit {refused.code}\n{refused.stdout}{refused.stderr}")
+    assert refused.code == 255, (refused.code, refused.stdout, refused.stderr)
+    logs = session.client.containers.get(worker).logs(tail=200).decode("utf-8", "replace")
+    assert any(d in refused.stderr or d in logs for d in DENIALS), (refused.stderr, logs[-3000:])
 
 
 @pytest.mark.smoke

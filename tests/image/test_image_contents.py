@@ -143,6 +143,9 @@ def test_worker_sshd_account_stack_ends_with_pam_slurm_adopt(hosts: dict[str, An
     stack = _pam_stack(host, "sshd")
     account = [x.split() for x in stack if x.split()[0] == "account"]
     assert account[-1][1:3] == ["required", "pam_slurm_adopt.so"], account
+    # a session it cannot contain (no Contain) or cannot decide on is refused, not let in
+    assert set(account[-1][3:]) == {"action_no_jobs=deny", "action_adopt_failure=deny",
+                                    "action_generic_failure=deny"}, account
     assert not [x for x in stack if "pam_systemd" in x], stack
     assert host.file("/usr/lib/x86_64-linux-gnu/security/pam_slurm_adopt.so").is_file
 

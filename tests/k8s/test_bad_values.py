@@ -10,6 +10,8 @@ from slurmpod_host.kube import release
 BAD = [
     ("--set=nodesets.workers.priorityClass=urgent", "nodesets.workers.priorityClass"),
     ("--set=nodesets.workers.cgroup.access=privileged", "nodesets.workers.cgroup.access"),
+    # hostV1 is node-root-equivalent: refused unless the values accept that
+    ("--set=nodesets.workers.cgroup.access=hostV1", "nodesets.workers.cgroup.acceptNodeRootEquivalent"),
     ("--set=controller.slurmctld.image.digest=sha256:nothex", "controller.slurmctld.image.digest"),
 ]
 

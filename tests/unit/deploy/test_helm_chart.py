@@ -47,7 +47,8 @@ VARIANTS: dict[str, list[str]] = {
                "--set=nodesets.gpu.disruptionBudget.enabled=true",
                "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2"],
     "policy-lua": ["--set=cluster.policy=lua"],
-    "cgroup-v1": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=hostV1"],
+    "cgroup-v1": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=hostV1",
+                  "--set=nodesets.workers.cgroup.acceptNodeRootEquivalent=true"],
     "cgroup-v2": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=delegatedV2"],
     "topology": ["--set=cluster.topologyPlugin=tree", "--set=cluster.topology.source=api",
                  "--set=topology.apiAccess=true", "--set=policy.topology.plugin=tree"],
@@ -202,6 +203,10 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=topology.apiAccess=true", "--set=topology.rbac.create=false"], "topology.apiAccess"),
     (["--set=nodesets.workers.cgroup.access=privileged"], 'nodesets.workers.cgroup.access: "privileged"'),
     (["--set=cluster.cgroups=true"], "nodesets.workers.cgroup.access: none, but cluster.cgroups is true"),
+    # node-root-equivalent access only when the values say they accept it
+    (["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=hostV1"],
+     "set nodesets.workers.cgroup.acceptNodeRootEquivalent: true"),
+    (["--set=cluster.srunPortRange=60001"], 'cluster.srunPortRange: "60001" must be FIRST-LAST'),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
@@ -258,3 +263,97 @@ def test_kubernetes_1_20_gets_policy_v1beta1_and_every_port_names_its_protocol()
             assert all(p.get("protocol") == "TCP" for p in c.get("ports", [])), (doc["metadata"]["name"], c["name"])
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["kubeVersion"] == ">=1.20.0-0"
+
+
+def _pods(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d["spec"]["template"]["spec"] for d in docs if d["kind"] == "StatefulSet"}
+
+
+@pytest.mark.parametrize("variant", ["default", "accounting", "cgroup-v1", "cgroup-v2"])
+def test_every_pod_has_the_default_seccomp_profile_and_no_privilege_escalation(variant: str) -> None:
+    """Beside SYS_ADMIN too: there no_new_privs keeps a job's setuid binaries from handing it the capability."""
+    pods = _pods(RENDERS[variant])
+    assert len(pods) == (6 if variant == "accounting" else 3)
+    for name, pod in pods.items():
+        assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}, name
+        for c in pod["containers"]:
+            assert c["securityContext"]["allowPrivilegeEscalation"] is False, (name, c["name"])
+            # the spelling the API server refuses beside allowPrivilegeEscalation: false
+            assert "CAP_SYS_ADMIN" not in c["securityContext"]["capabilities"]["add"], (name, c["name"])
+
+
+def _policies(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["spec"]["podSelector"]["matchLabels"]["slurmpod.io/role"]: d["spec"]
+            for d in docs if d["kind"] == "NetworkPolicy"}
+
+
+def _rules(spec: dict[str, Any], direction: str) -> set[tuple[str, str, int | None, int | None]]:
+    """(peer role or '*', protocol, port, endPort) for every rule of ``direction``: ingress or egress."""
+    key = "from" if direction == "ingress" else "to"
+    out = set()
+    for rule in spec.get(direction) or []:
+        peers = [p["podSelector"]["matchLabels"]["slurmpod.io/role"] if "podSelector" in p else p["ipBlock"]["cidr"]
+                 for p in rule.get(key) or []] or ["*"]
+        for peer in peers:
+            for port in rule.get("ports") or [{"protocol": "ANY"}]:
+                out.add((peer, port["protocol"], port.get("port"), port.get("endPort")))
+    return out
+
+
+DNS = {("*", "UDP", 53, None), ("*", "TCP", 53, None)}
+SRUN = ("TCP", 60001, 63000)
+
+
+def test_network_policies_allow_exactly_the_ports_the_cluster_uses() -> None:
+    """docs/mpi-and-ports.md's table, role by role; anything not listed is refused in both directions."""
+    pols = _policies(RENDERS["accounting"])
+    assert set(pols) == {"controller", "worker", "login", "accounting", "db", "restapi"}
+    assert all(p["policyTypes"] == ["Ingress", "Egress"] for p in pols.values())
+    assert _rules(pols["controller"], "ingress") == {(r, "TCP", 6817, None)
+                                                     for r in ("worker", "login", "accounting", "restapi")}
+    assert _rules(pols["controller"], "egress") == DNS | {
+        ("worker", "TCP", 6818, None), ("login", *SRUN), ("worker", *SRUN), ("accounting", "TCP", 6819, None)}
+    assert _rules(pols["worker"], "ingress") == {
+        ("controller", "TCP", 6818, None), ("login", "TCP", 6818, None), ("login", "TCP", 22, None),
+        ("controller", *SRUN), ("worker", "TCP", None, None)}  # PMIx: ephemeral ports between workers
+    assert _rules(pols["worker"], "egress") == DNS | {
+        ("controller", "TCP", 6817, None), ("worker", "TCP", None, None), ("login", *SRUN)}
+    assert _rules(pols["login"], "ingress") == {("*", "TCP", 22, None), ("worker", *SRUN), ("controller", *SRUN)}
+    assert _rules(pols["login"], "egress") == DNS | {
+        ("controller", "TCP", 6817, None), ("worker", "TCP", 6818, None), ("worker", "TCP", 22, None),
+        ("accounting", "TCP", 6819, None), ("restapi", "TCP", 6820, None)}
+    assert _rules(pols["accounting"], "ingress") == {(r, "TCP", 6819, None) for r in ("controller", "login", "restapi")}
+    assert _rules(pols["accounting"], "egress") == DNS | {("db", "TCP", 3306, None), ("controller", "TCP", 6817, None)}
+    # MariaDB: slurmdbd only, and it connects nowhere
+    assert _rules(pols["db"], "ingress") == {("accounting", "TCP", 3306, None)}
+    assert pols["db"]["egress"] == []
+    assert _rules(pols["restapi"], "ingress") == {("*", "TCP", 6820, None)}
+    assert _rules(pols["restapi"], "egress") == DNS | {("controller", "TCP", 6817, None),
+                                                       ("accounting", "TCP", 6819, None)}
+    # jobs (worker pods) reach neither slurmdbd, MariaDB nor slurmrestd
+    assert not {peer for peer, *_ in _rules(pols["worker"], "egress")} & {"accounting", "db", "restapi"}
+
+
+def test_network_policies_select_the_release_and_follow_values() -> None:
+    default = _policies(RENDERS["default"])
+    assert set(default) == {"controller", "worker", "login"}  # on by default; no accounting, no REST
+    for spec in default.values():
+        assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "slurmpod"
+    topo = _policies(RENDERS["topology"])["controller"]
+    assert {("*", "TCP", 443, None), ("*", "TCP", 6443, None)} <= _rules(topo, "egress")
+    narrowed = _policies(_template("--set=topology.apiAccess=true", "--set=networkPolicy.apiServer.cidrs={10.0.0.1/32}",
+                                   "--set=cluster.srunPortRange=61000-61999",
+                                   "--set=networkPolicy.loginSshFrom[0].ipBlock.cidr=192.0.2.0/24"))
+    assert ("10.0.0.1/32", "TCP", 6443, None) in _rules(narrowed["controller"], "egress")
+    assert ("worker", "TCP", 61000, 61999) in _rules(narrowed["login"], "ingress")
+    assert ("192.0.2.0/24", "TCP", 22, None) in _rules(narrowed["login"], "ingress")
+    assert not [d for d in _template("--set=networkPolicy.enabled=false") if d["kind"] == "NetworkPolicy"]
+
+
+def test_kubernetes_1_20_network_policies_allow_the_srun_range_without_end_port() -> None:
+    """1.20 has no endPort and drops the field, which would leave only the range's first port: there the
+    range's rules allow every TCP port from those peers."""
+    old = _policies(_template("--kube-version=1.20.2"))
+    assert ("worker", "TCP", None, None) in _rules(old["login"], "ingress")
+    assert not [p for spec in old.values() for d in ("ingress", "egress") for r in spec.get(d) or []
+                for p in r.get("ports") or [] if "endPort" in p]

@@ -51,6 +51,10 @@ automountServiceAccountToken: true
 automountServiceAccountToken: false
 {{- end }}
 enableServiceLinks: false
+# The runtime's default seccomp profile for every container (docs/security.md).
+# Ref: https://kubernetes.io/docs/tutorials/security/seccomp/
+securityContext:
+  seccompProfile: {type: RuntimeDefault}
 # Bare pod names resolve through the headless Service: <release>-slurm.<namespace>.svc.cluster.local.
 # Ref: https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-dns-config
 dnsConfig:

@@ -255,6 +255,32 @@ def test_capabilities_and_args_expansion() -> None:
     assert plan.command == ("worker", "--node=demo-worker-0", "$(POD_NAME)")
 
 
+def test_every_shipped_pod_runs_under_the_default_seccomp_profile_without_new_privileges() -> None:
+    """The pod's RuntimeDefault is Docker's default profile (no option); allowPrivilegeEscalation: false is
+    Docker's no-new-privileges, which `docker exec` sessions inherit as `kubectl exec` ones do."""
+    assert {p.name: p.security_opt for p in PLANS.values()} == {
+        name: (podspec.NO_NEW_PRIVILEGES,) for name in PLANS}
+
+
+@pytest.mark.parametrize(("pod_sc", "container_sc", "expected"), [
+    (None, {}, ("seccomp=unconfined",)),  # the kubelet's default: Unconfined
+    ({"seccompProfile": {"type": "Unconfined"}}, {"allowPrivilegeEscalation": True}, ("seccomp=unconfined",)),
+    ({"seccompProfile": {"type": "RuntimeDefault"}}, {}, ()),
+    ({"seccompProfile": {"type": "RuntimeDefault"}},
+     {"allowPrivilegeEscalation": False, "capabilities": {"add": ["SYS_ADMIN"]}}, ("no-new-privileges:true",)),
+], ids=["unset", "unconfined", "runtime-default", "no-new-privileges-beside-sys-admin"])
+def test_seccomp_and_privilege_escalation_become_docker_security_options(
+        pod_sc: dict[str, Any] | None, container_sc: dict[str, Any], expected: tuple[str, ...]) -> None:
+    def edit(b: dict[str, Any]) -> None:
+        pod = b["spec"]["template"]["spec"]
+        pod.pop("securityContext", None)
+        if pod_sc is not None:
+            pod["securityContext"] = pod_sc
+        _worker_container(b)["securityContext"] = container_sc
+
+    assert _plans(_edit(edit))["demo-worker-0"].security_opt == expected
+
+
 def test_empty_dir_volumes() -> None:
     def edit(b: dict[str, Any]) -> None:
         spec = b["spec"]["template"]["spec"]
@@ -322,6 +348,17 @@ REJECTED = [
     ("subPath", _set([*CONTAINER, "volumeMounts", 0, "subPath"], "x"), "volumeMounts[0]"),
     ("httpGet", _set([*CONTAINER, "readinessProbe"], {"httpGet": {"port": 80}}), "readinessProbe"),
     ("privileged", _set([*CONTAINER, "securityContext"], {"privileged": True}), "privileged"),
+    ("seccomp-localhost", _set([*POD, "securityContext"], {"seccompProfile": {"type": "Localhost",
+                                                                              "localhostProfile": "x.json"}}),
+     "seccompProfile"),
+    ("run-as-user", _set([*POD, "securityContext", "runAsUser"], 1000), "securityContext.runAsUser"),
+    ("escalation-not-bool", _set([*CONTAINER, "securityContext", "allowPrivilegeEscalation"], "no"),
+     "allowPrivilegeEscalation"),
+    # the API server's own refusal (ValidateSecurityContext), for the spelling it checks
+    ("escalation-beside-cap-sys-admin", _set([*CONTAINER, "securityContext"],
+                                             {"allowPrivilegeEscalation": False,
+                                              "capabilities": {"add": ["CAP_SYS_ADMIN"]}}),
+     "allowPrivilegeEscalation"),
     ("env-fieldref", _set([*CONTAINER, "env", 0, "valueFrom", "fieldRef", "fieldPath"], "metadata.labels"),
      "fieldPath"),
     ("mode", _set([*POD, "volumes", 1, "secret", "defaultMode"], 0o1777), "defaultMode"),

@@ -221,3 +221,14 @@ def test_the_mpi_layer_compiles_then_drops_the_compilers_in_one_run() -> None:
         < text.index("comm -13 /tmp/slurmpod-mpi/before /tmp/slurmpod-mpi/after | xargs apt-get purge -y")
     assert "/etc/openmpi/openmpi-mca-params.conf" in text
     assert 'if [ -z "$MPI_PACKAGES" ]; then rm -rf /tmp/slurmpod-mpi; exit 0; fi' in text
+
+
+def test_pam_slurm_adopt_refuses_what_it_cannot_contain() -> None:
+    """Without PrologFlags=Contain there is no extern step; the module's defaults would then let the
+    session in (action_adopt_failure=allow, action_generic_failure=ignore). Ref: https://slurm.schedmd.com/pam_slurm_adopt.html"""
+    (run,) = [i for i in dockerfile("worker") if i.op == "RUN" and "pam_slurm_adopt.so" in i.args]
+    line = run.args.split("'")[3]
+    assert line.split()[:3] == ["account", "required", "pam_slurm_adopt.so"]
+    assert set(line.split()[3:]) == {"action_no_jobs=deny", "action_adopt_failure=deny",
+                                     "action_generic_failure=deny"}
+    assert run.args.endswith(">> /etc/pam.d/sshd")
