@@ -47,8 +47,17 @@ NCCL_FLOAT32, NCCL_SUM = 7, 0
 CUDART_NAMES = (wk.CUDART_LIBRARY, "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0")
 
 
+# The runtime's answers on a host that has no GPU to give it: no driver (or one older than the
+# runtime), or no device. Ref: https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html
+CUDA_ERROR_INSUFFICIENT_DRIVER, CUDA_ERROR_NO_DEVICE = 35, 100
+
+
 class CudaError(PermanentError):
     """A CUDA or NCCL call answered with an error code."""
+
+
+class NoCudaDevice(CudaError):
+    """The CUDA runtime finds no driver or no device (CUDA_ERROR_INSUFFICIENT_DRIVER, CUDA_ERROR_NO_DEVICE)."""
 
 
 class LibraryAbsent(PermanentError):
@@ -99,7 +108,8 @@ class GpuLibraries:
     def _cu(self, what: str, code: int) -> None:
         if code != 0:
             text = self._ffi.string(self._cuda.cudaGetErrorString(code)).decode()
-            raise CudaError(f"{what}: {text} (CUDA error {code})")
+            kind = NoCudaDevice if code in {CUDA_ERROR_INSUFFICIENT_DRIVER, CUDA_ERROR_NO_DEVICE} else CudaError
+            raise kind(f"{what}: {text} (CUDA error {code})")
 
     def _nc(self, what: str, code: int) -> None:
         if code != 0:

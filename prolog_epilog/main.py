@@ -195,30 +195,35 @@ def prolog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return _hook(Context.PROLOG, env)
 
 
-def _remove_scratch(env: Mapping[str, str], path: str = wk.TASK_ENV_FILE) -> None:
+def _tidy_scratch(env: Mapping[str, str], *, job: bool, path: str = wk.TASK_ENV_FILE) -> None:
     """The job's scratch dir (made by its task prolog) goes with the job: the Epilog runs once per node
-    after all its steps. A failure is logged, never the epilog's failure (the node is still healthy)."""
-    from slurmpod.prolog_epilog import task_env  # noqa: PLC0415 - only the epilog needs it
+    after all its steps. The Epilog only moves it to the trash; a sweeper started here empties the trash
+    (the periodic run starts one for what earlier sweepers left). Nothing here counts against the node:
+    a failure is logged, never the hook's failure."""
+    from slurmpod.prolog_epilog import scratch, task_env  # noqa: PLC0415 - only the epilog and periodic run
 
     try:
         with open(path, encoding="utf-8") as f:
             settings = task_env.parse(f.read(), path)
-        removed = task_env.remove_scratch(settings, env.get(wk.ENV_SLURM_JOB_ID, ""))
+        moved = task_env.remove_scratch(settings, env.get(wk.ENV_SLURM_JOB_ID, "")) if job else None
+        if settings.scratch_base is not None and scratch.pending(settings.scratch_base):
+            scratch.start_sweeper(settings.scratch_base)
     except FileNotFoundError:
         return
     except (OSError, BadInput) as exc:
-        print(f"slurmpod epilog: scratch not removed: {exc}", file=sys.stderr)
+        print(f"slurmpod {'epilog' if job else 'healthcheck'}: scratch not removed: {exc}", file=sys.stderr)
         return
-    if removed:
-        log.info("scratch removed: path=%s", removed)
+    if moved:
+        log.info("scratch removed: path=%s trash=%s owner=%d", moved.path, moved.trashed, moved.owner)
 
 
 def epilog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    _remove_scratch(env)
+    _tidy_scratch(env, job=True)
     return _hook(Context.EPILOG, env)
 
 
 def healthcheck(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    _tidy_scratch(env, job=False)
     return _hook(Context.PERIODIC, env)
 
 

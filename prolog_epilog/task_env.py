@@ -10,8 +10,9 @@ The worker's start writes TASK_ENV_FILE (JSON) from its pod: the network interfa
 NCCL topology file, the pod's placement and Kubernetes node, and the scratch base. The task prolog reads
 that one small file and the job's SLURM_JOB_ID, makes the job's scratch directory (as the user, mode
 0700) and prints the lines: no Slurm RPC, no third-party import, nothing that can block. The job's
-Epilog (root, once per node when the job ends) removes the scratch directory: a TaskEpilog runs after
-each task, while the job's other tasks on the node may still use it.
+Epilog (root, once per node when the job ends) takes the scratch directory away, in a time that does
+not depend on what it holds (prolog_epilog/scratch.py): a TaskEpilog runs after each task, while the
+job's other tasks on the node may still use it.
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, Problem
+
+if TYPE_CHECKING:
+    from slurmpod.prolog_epilog.scratch import Discarded
 
 # Ref: https://pubs.opengroup.org/onlinepubs/9799919799/basedefs/V1_chap08.html (portable names)
 NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
@@ -201,20 +206,14 @@ def lines(task_env: TaskEnv, scratch: str | None) -> list[str]:
     return out
 
 
-def remove_scratch(task_env: TaskEnv, job_id: str) -> str | None:
-    """The Epilog's cleanup (root). Returns what was removed, or None. shutil.rmtree refuses a symlink
-    at the top and never follows one inside (it walks with file descriptors), so a user's link cannot
-    turn root's removal onto other files."""
-    import shutil  # noqa: PLC0415 - the worker's start and the task prolog never remove anything
+def remove_scratch(task_env: TaskEnv, job_id: str) -> Discarded | None:
+    """The Epilog's cleanup (root): the job's path taken away in one rename, its contents left to the
+    sweeper (prolog_epilog/scratch.py). None when the job had no scratch. Raises OSError."""
+    from slurmpod.prolog_epilog import scratch  # noqa: PLC0415 - the worker's start and the task prolog never remove anything
 
-    path = scratch_dir(task_env, job_id)
-    if path is None:
+    if task_env.scratch_base is None or scratch_dir(task_env, job_id) is None:
         return None
-    try:
-        shutil.rmtree(path)
-    except FileNotFoundError:
-        return None
-    return path
+    return scratch.discard(task_env.scratch_base, f"{SCRATCH_PREFIX}{job_id}")
 
 
 def run(env: Mapping[str, str], path: str, uid: int) -> tuple[list[str], list[str]]:

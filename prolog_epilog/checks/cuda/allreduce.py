@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from slurmpod.errors import SlurmpodError
 from slurmpod.prolog_epilog.check import Check, CheckEnv
+from slurmpod.prolog_epilog.checks.cuda import no_device
 from slurmpod.prolog_epilog.checks.cuda.memory import busy
 from slurmpod.prolog_epilog.checks.gpu import session
 from slurmpod.prolog_epilog.config import Thresholds
-from slurmpod.prolog_epilog.cudalib import AllReduceResult
+from slurmpod.prolog_epilog.cudalib import AllReduceResult, NoCudaDevice
 from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, fail, ok, skipped
 
 NAME = "nccl-allreduce"
@@ -41,6 +42,8 @@ def run(env: CheckEnv) -> CheckResult:
         if count < 2:
             return skipped(NAME, f"{count} GPU: no intra-node all-reduce")
         result = libs.all_reduce(list(range(count)), limits.allreduce_bytes)
+    except NoCudaDevice as exc:
+        return no_device(env, NAME, str(exc))
     except SlurmpodError as exc:
         return fail(NAME, f"all-reduce failed: {exc}", Remediation.RESTART_POD)
     return judge(result, limits)

@@ -12,7 +12,9 @@ from slurmpod.errors import SlurmpodError
 from slurmpod.nvml import NvmlError, NvmlHung
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog.check import Check, CheckEnv
+from slurmpod.prolog_epilog.checks.cuda import no_device
 from slurmpod.prolog_epilog.checks.gpu import session
+from slurmpod.prolog_epilog.cudalib import NoCudaDevice
 from slurmpod.prolog_epilog.result import CheckResult, Context, Gpu, Remediation, fail, ok, skipped
 
 NAME = "cuda-memory"
@@ -47,6 +49,8 @@ def run(env: CheckEnv) -> CheckResult:
         return skipped(NAME, why)
     try:
         count = env.libraries.device_count()
+    except NoCudaDevice as exc:
+        return no_device(env, NAME, str(exc))
     except SlurmpodError as exc:
         return fail(NAME, f"CUDA cannot count devices: {exc}", Remediation.RESTART_POD)
     errors = []

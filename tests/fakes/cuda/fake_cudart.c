@@ -4,6 +4,8 @@
  * Driven by the same key=value state file as the fake NVML (FAKE_NVML_STATE):
  *   gpus=N (default FAKE_NVML_GPUS or 2)   cuda.corrupt=I,J (copies from those GPUs flip a byte)
  *   cuda.fail_malloc=I,J (cudaMalloc there answers cudaErrorMemoryAllocation)
+ *   cuda.error=CODE (cudaGetDeviceCount answers CODE, as the runtime does on a host without a driver
+ *   (35, cudaErrorInsufficientDriver) or without a GPU (100, cudaErrorNoDevice))
  * Signatures follow https://docs.nvidia.com/cuda/cuda-runtime-api/ (cuda_runtime_api.h).
  */
 #include <stdio.h>
@@ -13,6 +15,8 @@
 #define cudaSuccess 0
 #define cudaErrorInvalidValue 1
 #define cudaErrorMemoryAllocation 2
+#define cudaErrorInsufficientDriver 35
+#define cudaErrorNoDevice 100
 #define cudaErrorInvalidDevice 101
 
 static int current;
@@ -47,7 +51,14 @@ static int device_count(void) {
     return v ? atoi(v) : env ? atoi(env) : 2;
 }
 
-int cudaGetDeviceCount(int *count) { if (!count) return cudaErrorInvalidValue; *count = device_count(); return cudaSuccess; }
+int cudaGetDeviceCount(int *count) {
+    char buf[16];
+    if (!count) return cudaErrorInvalidValue;
+    *count = 0;
+    if (state_value("cuda.error", buf, sizeof buf)) return atoi(buf);
+    *count = device_count();
+    return cudaSuccess;
+}
 int cudaSetDevice(int device) {
     if (device < 0 || device >= device_count()) return cudaErrorInvalidDevice;
     current = device;
@@ -79,6 +90,8 @@ const char *cudaGetErrorString(int err) {
     case cudaSuccess: return "no error";
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     default: return "unknown error";
     }

@@ -57,6 +57,8 @@ CASES: dict[str, tuple[str, str, dict[str, str], str, str, str]] = {
     "fabric-in-progress": ("prolog", "fabric.state=2", {}, "fabric", "fail", "in progress"),
     "cuda-memory-corrupt": ("periodic", "cuda.corrupt=2", {}, "cuda-memory", "fail",
                             "GPU 2: memset pattern read back wrong"),
+    "cuda-driver-older-than-the-runtime-on-a-gpu-host": ("periodic", "cuda.error=35", {}, "cuda-memory", "fail",
+                                                         "CUDA driver version is insufficient"),
     "nccl-below-floor": ("periodic", "nccl.busbw=200", {}, "nccl-allreduce", "fail", "floor 460"),
     "nccl-healthy": ("periodic", "", {}, "nccl-allreduce", "ok", "busbw over 8 GPUs"),
     "job-skips-a-skippable-check": ("periodic", "gpu.5.nvlink.2.down=1", {"SLURM_JOB_ID": "9",
@@ -186,6 +188,36 @@ def test_libnvidia_ml_missing(tmp_path: Path, expected: str, status: str, code: 
     count = _result(json.loads(proc.stdout), "gpu-count")
     assert count["status"] == status
     assert "no NVML library" in count["reason"]
+
+
+@pytest.fixture(scope="module")
+def cuda_only(libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CPU node's libraries: the CUDA runtime and NCCL (a framework's wheels bring them), no driver."""
+    out = tmp_path_factory.mktemp("cuda-only")
+    for name in ("libcudart.so", "libnccl.so.2"):
+        shutil.copy(libs / name, out / name)
+    return out
+
+
+@pytest.mark.parametrize(("error", "expected", "outcome"), [
+    ("35", "", ("skipped", 0)), ("100", "", ("skipped", 0)), ("35", "8", ("fail", 1)),
+], ids=["no-driver-skips", "no-device-skips", "no-driver-with-gpus-expected-fails"])
+def test_a_cuda_runtime_without_a_driver(cuda_only: Path, tmp_path: Path, error: str, expected: str,
+                                         outcome: tuple[str, int]) -> None:
+    status, code = outcome
+    proc = _cli(cuda_only, tmp_path, "periodic", f"cuda.error={error}", SLURMPOD_AUTH="slurm",
+                SLURMPOD_EXPECTED_GPUS=expected)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    memory = _result(report, "cuda-memory")
+    assert memory["status"] == status, memory
+    assert f"(CUDA error {error})" in memory["reason"]
+    assert _result(report, "nccl-allreduce")["status"] == status
+    if expected:
+        assert "with 8 expected GPUs" in memory["reason"]
+        assert memory["remediation"] == "restart_pod"
+    else:
+        assert {r["status"] for r in report["results"]} <= {"ok", "skipped"}, report
 
 
 def test_check_run_json_shape_and_metrics(libs: Path, tmp_path: Path) -> None:

@@ -132,23 +132,6 @@ def test_no_file_exports_nothing(tmp_path: Path) -> None:
     assert task_env.run({wk.ENV_SLURM_JOB_ID: "1"}, str(tmp_path / "absent.json"), os.getuid()) == ([], [])
 
 
-def test_epilog_removal_takes_the_tree_and_never_follows_a_link(tmp_path: Path) -> None:
-    base = tmp_path / "jobs"
-    keep = tmp_path / "keep"
-    keep.mkdir()
-    (keep / "precious").write_text("x")
-    te = TaskEnv((), str(base))
-    (base / "job-5" / "sub").mkdir(parents=True)
-    (base / "job-5" / "sub" / "link").symlink_to(keep)
-    assert task_env.remove_scratch(te, "5") == f"{base}/job-5"
-    assert not (base / "job-5").exists() and (keep / "precious").exists()
-    assert task_env.remove_scratch(te, "5") is None  # already gone: nothing to do
-    (base / "job-6").symlink_to(keep)
-    with pytest.raises(OSError):
-        task_env.remove_scratch(te, "6")
-    assert (keep / "precious").exists()
-
-
 def test_the_program_imports_little_and_exports_nothing_without_the_file() -> None:
     """TaskProlog runs before every task: no YAML, jinja2, argparse or logging on its path."""
     code = ("import sys, runpy; from slurmpod.prolog_epilog import task_env; "

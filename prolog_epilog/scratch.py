@@ -1,0 +1,161 @@
+"""The job's scratch directory leaves with the job in a time that does not depend on what it holds.
+
+The Epilog must finish within PrologEpilogTimeout or Slurm drains the node, and a job can leave any
+number of files. So the Epilog only renames the job's directory into the base's trash (one rename(2),
+the same filesystem) and starts a sweeper that is no child of slurmd: its own session, nice 19, no
+descriptor shared with the hook, its own time budget. Whatever the sweeper does not finish (budget
+spent, a file still open) stays in the trash for the next Epilog or periodic run's sweeper.
+
+The base is world-writable (sticky), so nothing in it is trusted: rename(2) and unlink(2) act on the
+name, never on what a symlink names; the trash is a directory of root's own, mode 0700, so nothing in
+it can be swapped by a user once it is there; shutil.rmtree walks by file descriptor and never follows
+a link inside. Ref: https://man7.org/linux/man-pages/man2/rename.2.html
+Ref: https://docs.python.org/3/library/shutil.html#shutil.rmtree.avoids_symlink_attacks
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from dataclasses import dataclass
+
+TRASH = ".trash"
+# Seconds one sweeper may run before it ends itself: far past the slowest removal we have seen (a
+# million files take seconds), short enough that a stuck one does not outlive the next periodic run
+# by much. What it leaves, the next sweeper takes.
+SWEEP_BUDGET_S = 1800
+NICE = 19  # the lowest CPU priority; with no I/O class set, the I/O priority follows it.
+# Ref: https://man7.org/linux/man-pages/man2/ioprio_set.2.html (I/O priorities and CPU nice)
+
+
+@dataclass(frozen=True, slots=True)
+class Discarded:
+    """What the Epilog did with a job's scratch path."""
+
+    path: str
+    trashed: str | None  # where the directory went; None: it was not a directory, and only the name went
+    owner: int  # the uid that owned what was there
+
+
+def _nonce() -> str:
+    return os.urandom(8).hex()  # unguessable: nobody can plant an entry under the name a rename will take
+
+
+def trash_of(base: str) -> str:
+    return f"{base}/{TRASH}"
+
+
+def _ours(st: os.stat_result) -> bool:
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not stat.S_IMODE(st.st_mode) & 0o077
+
+
+def trash_dir(base: str) -> str:
+    """The base's trash, made if need be. Anything else under that name (a user's directory, file or
+    link: the base is world-writable) is moved aside, then into the real trash, to be swept."""
+    path = trash_of(base)
+    for _ in range(3):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        if _ours(os.lstat(path)):
+            return path
+        aside = f"{path}-{_nonce()}"
+        os.rename(path, aside)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue  # planted again between the two calls: look again
+        os.rename(aside, f"{path}/planted-{_nonce()}")
+    raise OSError(f"{path} is taken by another user's entry")
+
+
+def discard(base: str, name: str) -> Discarded | None:
+    """Take ``base/name`` away from where jobs can see it: a directory into the trash (whoever owns
+    it), anything else unlinked. None when there is nothing there. Raises OSError."""
+    path = f"{base}/{name}"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(path)  # the link or file itself, never what it names
+        return Discarded(path, None, st.st_uid)
+    dest = f"{trash_dir(base)}/{name}-{_nonce()}"
+    # A swap between lstat and here moves the new entry instead: the name is what moves, and the
+    # sweeper looks at each entry again before it removes it.
+    os.rename(path, dest)
+    return Discarded(path, dest, st.st_uid)
+
+
+def pending(base: str) -> bool:
+    """Whether the trash holds anything (one directory read, whatever it holds)."""
+    try:
+        with os.scandir(trash_of(base)) as it:
+            return next(it, None) is not None
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def start_sweeper(base: str, budget_s: int = SWEEP_BUDGET_S) -> int:
+    """Start the sweeper and return its pid without waiting for it: a new session (Slurm's kill of
+    the hook's process group on timeout does not reach it) and no descriptor of the hook's (slurmd
+    reads the hook's output until it closes). Ref: https://slurm.schedmd.com/prolog_epilog.html"""
+    import subprocess  # noqa: PLC0415 - only when there is something to sweep
+
+    proc = subprocess.Popen(  # our own interpreter and module
+        [sys.executable, "-P", "-m", __name__, trash_of(base), str(budget_s)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+        start_new_session=True, env={"PATH": os.defpath}, cwd="/")
+    proc.returncode = 0  # never waited for: the sweeper outlives the hook (init reaps it)
+    return proc.pid
+
+
+def _remove(trash: str, name: str) -> bool:
+    import shutil  # noqa: PLC0415 - the sweeper's own import
+
+    path = f"{trash}/{name}"
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False  # a file still open or a mount inside: the next sweeper tries again
+    return True
+
+
+def sweep(trash: str) -> int:
+    """Empty the trash; returns the entries left. One sweeper at a time (the others wait their turn,
+    then find little): an entry trashed while a pass runs is taken by the next pass."""
+    import fcntl  # noqa: PLC0415 - the sweeper's own import
+
+    fd = os.open(trash, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        if not _ours(os.fstat(fd)):
+            return -1
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        left: list[str] = []
+        while True:
+            names = sorted(set(os.listdir(fd)) - set(left))
+            if not names:
+                return len(left)
+            left += [n for n in names if not _remove(trash, n)]
+    finally:
+        os.close(fd)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m slurmpod.prolog_epilog.scratch TRASH BUDGET_S``: what ``start_sweeper`` runs."""
+    import signal  # noqa: PLC0415 - the sweeper's own import
+
+    trash, budget = argv[0], int(argv[1])
+    signal.alarm(budget)  # SIGALRM's default action ends the process: the budget holds mid-rmtree
+    os.nice(NICE)
+    return 0 if sweep(trash) == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
