@@ -56,9 +56,8 @@ def test_pod_sees_what_kubelet_gives(session: Session, pod_role: str) -> None:
 def test_array_job_outputs_visible_from_login(session: Session) -> None:
     out_dir = f"/home/{wk.DEMO_USER}/sptest-array"
     assert session.as_researcher("mkdir", "-p", out_dir).code == 0
-    wrap = 'echo "task ${SLURM_ARRAY_TASK_ID} of ${SLURM_ARRAY_JOB_ID} ran on $(hostname)"'
     submit = session.as_researcher("sbatch", "--parsable", "--wait", "--array=0-19",
-                                   f"--output={out_dir}/a-%A_%a.out", f"--wrap={wrap}", timeout=300)
+                                   f"--output={out_dir}/a-%A_%a.out", f"--wrap={demo.TASK_WRAP}", timeout=300)
     assert submit.code == 0, submit.stderr  # --wait: the highest exit code of the tasks
     job = submit.stdout.strip().split(";")[0]
     pattern = f"{out_dir}/a-{job}_*.out"
@@ -66,9 +65,9 @@ def test_array_job_outputs_visible_from_login(session: Session) -> None:
     count, _, text = listing.stdout.partition("\n")
     assert int(count) == 20
     tasks = demo.parse_tasks(text)
-    assert sorted(t for t, _, _ in tasks) == list(range(20))
-    assert {j for _, j, _ in tasks} == {job}
-    assert {h for _, _, h in tasks} <= set(session.cluster.workers)
+    assert sorted(t.task for t in tasks) == list(range(20))
+    assert {(t.job, t.count) for t in tasks} == {(job, 20)}  # SLURM_ARRAY_TASK_COUNT, not the job id
+    assert {t.host for t in tasks} <= set(session.cluster.workers)
     owner = session.as_researcher("stat", "-c", "%u", f"{out_dir}/a-{job}_0.out")
     assert owner.stdout.strip() == str(wk.DEMO_UID)
 
@@ -81,6 +80,9 @@ def test_demo_command(session: Session) -> None:
     srun_block = out.split("$ srun -N2 hostname", 1)[1].split("$ sbatch", 1)[0]
     hosts = {line.strip() for line in srun_block.splitlines()[1:] if line.strip()}
     assert hosts == set(session.cluster.workers)
-    assert sorted(t for t, _, _ in demo.parse_tasks(out)) == list(range(20))
+    printed = re.findall(r"^task (\d+) of (\d+) ran on (\S+)$", out, re.MULTILINE)
+    assert sorted(int(t) for t, _, _ in printed) == list(range(20))
+    assert {count for _, count, _ in printed} == {"20"}
+    assert {host for _, _, host in printed} <= set(session.cluster.workers)
     assert f"docker exec -it {NAME}-login-0 su - {wk.DEMO_USER}" in out
     assert f"slurmpod cluster down --name {NAME}" in out

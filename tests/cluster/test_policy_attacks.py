@@ -1,0 +1,106 @@
+"""The policy against the cluster's own users: what a user with a shell on the login pod can type.
+
+Each test is one way around the policy, tried for real through sbatch and the plugin in slurmctld.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from clusterkit import Session
+from policyvolume import PolicyVolume
+
+from slurmpod_host.cluster import runtime
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+
+# The default cluster has no accounting: --account is whatever the user types.
+BY_ACCOUNT = """
+tiers:
+  - name: high
+    partitions: [high]
+    access: {accounts: [inference]}
+  - name: normal
+    partitions: [main]
+defaultTier: normal
+"""
+CPU_ONLY_MAIN = """
+tiers:
+  - name: normal
+    partitions: [main]
+defaultTier: normal
+cpuOnlyPartitions: [main]
+"""
+FORGED = "FORGED-LOG-LINE"
+# A refused submission must cost slurmctld nothing that stays: 500 of them, each with a large unique
+# comment and a non-ASCII account (which the C fast path hands to Python), may grow its RSS this much.
+ATTEMPTS = 500
+RSS_GROWTH_MAX_KIB = 64 * 1024
+
+
+@pytest.fixture
+def policy(session: Session) -> Iterator[PolicyVolume]:
+    volume = PolicyVolume(session)
+    try:
+        yield volume
+    finally:
+        volume.restore()
+
+
+def _sbatch(session: Session, *args: str) -> tuple[int, str]:
+    r = session.as_researcher("sbatch", "--parsable", "-o", "/dev/null", "--hold", *args, "--wrap", "true")
+    if r.code == 0:
+        session.root_in(session.cluster.controller, "scancel", r.stdout.strip().split(";")[0], timeout=30)
+    return r.code, r.stderr
+
+
+def _rss_kib(session: Session) -> int:
+    out = session.root_in(session.cluster.controller, "sh", "-c",
+                          "grep VmRSS /proc/$(pgrep -x slurmctld)/status", timeout=30)
+    assert out.code == 0, out.stderr
+    return int(out.stdout.split()[1])
+
+
+@pytest.mark.smoke  # the plugin ABI differs per Slurm version
+def test_typed_account_opens_no_tier_on_the_shipped_policy(session: Session, policy: PolicyVolume) -> None:
+    code, err = _sbatch(session, "-p", "high", "--account=inference", "-t", "30")
+    assert code != 0
+    assert "may not use the high tier" in err
+    assert "Access/permission denied" in err  # the refusal's kind, not "Unspecified error"
+
+
+def test_a_policy_trusting_typed_accounts_is_refused_naming_the_rule(session: Session,
+                                                                     policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": BY_ACCOUNT})
+    code, err = _sbatch(session, "-p", "high", "--account=inference", "-t", "30")
+    assert code != 0
+    assert "tiers[0].access.accounts" in err and "does not enforce" in err
+
+
+def test_gpus_per_task_count_on_a_cpu_only_partition(session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": CPU_ONLY_MAIN})
+    code, err = _sbatch(session, "-p", "main", "-N2", "--gpus-per-task=1", "-t", "5")
+    assert code != 0
+    assert "Invalid generic resource" in err, err
+
+
+def test_a_partition_holding_a_newline_writes_no_line_into_slurmctlds_log(session: Session,
+                                                                          policy: PolicyVolume) -> None:
+    code, _ = _sbatch(session, "-p", f"main\n{FORGED}", "-t", "5")
+    assert code != 0
+    lines = runtime.logs_tail(session.client, session.cluster.controller, 2000).splitlines()
+    forged = [x for x in lines if FORGED in x]
+    assert all("job_submit/slurmpod" in x or "partition" in x.lower() for x in forged), forged
+    assert not any(x.split("|", 1)[-1].strip().startswith(FORGED) for x in forged), forged
+
+
+def test_refused_submissions_keep_slurmctlds_memory_bounded(session: Session, policy: PolicyVolume) -> None:
+    before = _rss_kib(session)
+    script = (f'big=$(head -c 2000 /dev/zero | tr "\\0" x); n=0; for i in $(seq {ATTEMPTS}); do '
+              'sbatch --hold -o /dev/null --account="é$i" --comment="$big$i" --wrap true '
+              '>/dev/null 2>&1 || n=$((n+1)); done; echo $n')
+    r = session.as_researcher("bash", "-c", script, timeout=600)
+    assert r.code == 0, r.stderr
+    assert int(r.stdout.strip()) == ATTEMPTS  # every one refused: a comment past Slurm's limit
+    assert _rss_kib(session) - before < RSS_GROWTH_MAX_KIB
