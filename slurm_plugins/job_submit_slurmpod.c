@@ -444,6 +444,28 @@ static const char *sp_too_long(const slurmpod_req_t *r)
     return NULL;
 }
 
+/* Names slurmctld itself writes into its log unescaped (an invalid partition, account or QOS is logged
+ * by name after job_submit): one holding a control character is refused here, before any of that, so
+ * no user can write a line into the log. The Slurm error names the field. */
+static const char *sp_control_char(const slurmpod_req_t *r, int *code)
+{
+    const char *const v[] = { r->partition, r->account, r->qos };
+    static const char *const names[] = { "partition", "account", "qos" };
+    static const int codes[] = { ESLURM_INVALID_PARTITION_NAME, ESLURM_INVALID_ACCOUNT, ESLURM_INVALID_QOS };
+    size_t i;
+    const unsigned char *c;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        for (c = (const unsigned char *) v[i]; c && *c; c++) {
+            if (*c < 0x20 || *c == 0x7f) {
+                *code = codes[i];
+                return names[i];
+            }
+        }
+    }
+    return NULL;
+}
+
 /* The Slurm error code for a refusal of this kind (sbatch prints its text under the policy's message). */
 static int sp_error_code(uint32_t refusal)
 {
@@ -488,6 +510,18 @@ static int sp_call(job_desc_msg_t *d, bool modify, uint32_t uid, char **err_msg)
         sp_record(started);
         sp_log(line);
         return ESLURM_PATHNAME_TOO_LONG;
+    }
+    if ((too_long = sp_control_char(&req, &rc))) {
+        char line[128];
+        if (err_msg) {
+            snprintf(line, sizeof(line), "rejected by cluster policy: %s holds a control character", too_long);
+            *err_msg = slurm_xstrdup(line);
+        }
+        snprintf(line, sizeof(line), "%s job=- uid=%u verdict=reject rules=control-character field=%s",
+                 modify ? "modify" : "submit", uid, too_long);
+        sp_record(started);
+        sp_log(line);
+        return rc;
     }
     memset(&out, 0, sizeof(out));
     if (sp_fast_try(&req, &out)) {

@@ -64,7 +64,9 @@ def test_sshd_refuses_root_and_passwords(session: Session, role: str) -> None:
 
 def test_worker_sshd_uses_pam_slurm_adopt(session: Session) -> None:
     pam = _host(session, "worker").file("/etc/pam.d/sshd").content_string.splitlines()
-    assert "account required pam_slurm_adopt.so action_no_jobs=deny" in pam
+    # Deny what it cannot decide on, too: a session it cannot contain is refused, never let through.
+    assert ("account required pam_slurm_adopt.so action_no_jobs=deny action_adopt_failure=deny "
+            "action_generic_failure=deny") in pam
 
 
 def _host_key_seen_from_worker(session: Session) -> str:

@@ -24,6 +24,7 @@ from slurmpod.slurm_plugins import build_plugin, stats
 FAKES = paths.TESTS / "fakes" / "slurm"
 # Slurm 24.11's slurm_errno.h values (the fake header has the same). Ref: slurm/slurm_errno.h
 ESLURM_ACCESS_DENIED, ESLURM_PATHNAME_TOO_LONG, ESLURM_INVALID_TIME_LIMIT, ESLURM_INVALID_GRES = 2002, 2012, 2051, 2072
+ESLURM_INVALID_PARTITION_NAME = 2000
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +209,8 @@ def test_a_partition_with_a_newline_writes_no_line_of_its_own(built: tuple[Path,
     out = _run(built, policy, "main\nforged job=1 user=root verdict=accept", wait_ms=100)
     logged = [line for line in out.stderr.splitlines() if "job_submit/slurmpod: " in line and " job=" in line]
     assert len(logged) == 1, out.stderr
-    assert "partition=main\\nforged job=1" in logged[0]
+    assert "verdict=reject rules=control-character field=partition" in logged[0]
+    assert "forged" not in out.stderr
 
 
 def test_gpus_per_task_on_a_cpu_only_partition_is_refused(built: tuple[Path, Path], tmp_path: Path) -> None:
@@ -217,7 +219,6 @@ def test_gpus_per_task_on_a_cpu_only_partition_is_refused(built: tuple[Path, Pat
     job = _lines(_run(built, policy, "cpu", tres_per_task="gres/gpu:1"))["cpu"]
     assert job["rc"] == str(ESLURM_INVALID_GRES)
     assert job["err"] == "partition cpu has no GPUs; submit GPU jobs to a GPU partition"
-
 
 
 ENFORCE = "AccountingStorageEnforce=associations,limits,qos\n"
@@ -241,3 +242,17 @@ def test_account_rules_load_only_where_slurm_conf_enforces_accounts(built: tuple
         assert job["rc"] == "0", out.stdout + out.stderr
     else:
         assert job["rc"] == "-1" and "tiers[0].access.accounts" in job["err"], out.stdout + out.stderr
+
+
+def test_a_partition_holding_a_control_character_is_refused_before_slurm_logs_it(built: tuple[Path, Path],
+                                                                                tmp_path: Path) -> None:
+    """slurmctld logs an invalid partition by name, unescaped, after job_submit: the shim refuses a name
+    holding a control character first, names the field, and logs neither the name nor the character."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    out = _run(built, policy, "main\tforged")
+    assert out.returncode == 0, out.stdout + out.stderr
+    job = _lines(out)["main\tforged"]
+    assert job["rc"] == str(ESLURM_INVALID_PARTITION_NAME)
+    assert job["err"] == "rejected by cluster policy: partition holds a control character"
+    assert "forged" not in out.stderr  # the decision's log line names the field, not its value
