@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from clusterkit import NAME, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
+from policyvolume import PolicyVolume
 
 from slurmpod_host.cluster import cli, demo
 from slurmpod_host.cluster import well_known as host_wk
@@ -57,3 +58,13 @@ def session(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFa
 @pytest.fixture(scope="session")
 def state_dir(session: Session) -> Path:
     return Path(session.env[host_wk.ENV_STATE_DIR]) / NAME
+
+
+@pytest.fixture
+def policy(session: Session) -> Iterator[PolicyVolume]:
+    """The controller's policy volume; whatever a test publishes, the shipped policy comes back after it."""
+    volume = PolicyVolume(session)
+    try:
+        yield volume
+    finally:
+        volume.restore()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Iterator
 
 import pytest
 from clusterkit import WORKERS, Session, all_idle, job, lift_requeue_hold, wait_for
@@ -37,15 +36,6 @@ defaultTier: preemptible  # sbatch without -p leaves job_desc.partition unset at
 """
 RAISING = "rules: [{file: rules.py, function: rule}]\n"
 RAISING_RULE = "def rule(job, decision):\n    raise RuntimeError('quota service unreachable')\n"
-
-
-@pytest.fixture
-def policy(session: Session) -> Iterator[PolicyVolume]:
-    volume = PolicyVolume(session)
-    try:
-        yield volume
-    finally:
-        volume.restore()
 
 
 def _sbatch(session: Session, *args: str) -> tuple[int, str, str]:

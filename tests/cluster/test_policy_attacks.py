@@ -5,8 +5,6 @@ Each test is one way around the policy, tried for real through sbatch and the pl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from clusterkit import Session
 from policyvolume import PolicyVolume
@@ -39,15 +37,6 @@ DECISION_LOGGED_WORST_S = 10.0  # the shim's writer thread (50 ms) and Docker's 
 # comment and a non-ASCII account (which the C fast path hands to Python), may grow its RSS this much.
 ATTEMPTS = 500
 RSS_GROWTH_MAX_KIB = 64 * 1024
-
-
-@pytest.fixture
-def policy(session: Session) -> Iterator[PolicyVolume]:
-    volume = PolicyVolume(session)
-    try:
-        yield volume
-    finally:
-        volume.restore()
 
 
 def _sbatch(session: Session, *args: str) -> tuple[int, str]:
