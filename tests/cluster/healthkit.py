@@ -164,6 +164,20 @@ def replace_worker(s: Session, pod: str, patch: lifecycle.PodPatch) -> None:
     lifecycle.replace_pod(s.client, s.cluster.name, pod, patch)
 
 
+def just_after_a_periodic_run(s: Session, pod: str) -> float:
+    """Wait for the next periodic run on ``pod`` to write its metrics (it writes them last), so that a
+    fault injected now is met first by a prolog, not by a periodic run: the next one is INTERVAL_S away."""
+    path = METRICS["periodic"]
+
+    def stamp() -> str:  # %y carries nanoseconds
+        return s.root_in(pod, "stat", "-c", "%y", path).stdout.strip()
+
+    before = stamp()
+    _, waited = wait_for(f"a periodic run on {pod}", lambda: True if stamp() != before else None,
+                         INTERVAL_S + 15)
+    return waited
+
+
 def wait_job_state(s: Session, job_id: int, want: str) -> tuple[JobRecord, float]:
     """The job once its state is ``want``, and the seconds waited (at most JOB_WORST_S)."""
     def reached() -> JobRecord | None:

@@ -74,8 +74,10 @@ def test_missing_nvml_drains_requeues_and_the_periodic_check_returns_the_node(
                                      timeout=60)
         assert held.code == 0, held.stderr
         job = int(held.stdout.strip().split(";")[0])
-        # The fault and the release back to back: the prolog (not a periodic run) meets the fault, unless
-        # a periodic run falls in the gap between the two calls (well under a second of INTERVAL_S).
+        # The fault and the release back to back, just after a periodic run: the prolog meets the fault
+        # first, since the next periodic run is INTERVAL_S away and the release starts the job at once.
+        waited = healthkit.just_after_a_periodic_run(session, faulty)
+        print(f"periodic run seen after {waited:.1f}s (bound {INTERVAL_S + 15}s)")
         write_health_config(session, faulty, {**good, "expected_gpus": 8, "clean_runs_to_undrain": CLEAN_RUNS})
         scontrol(session, "release", str(job))
         _, waited = wait_for(f"{faulty} drained by slurmpod",
@@ -84,7 +86,8 @@ def test_missing_nvml_drains_requeues_and_the_periodic_check_returns_the_node(
         # The failed prolog sends the job through COMPLETING back to PENDING: requeued, and not held.
         state, waited = healthkit.wait_job_state(session, job, "PENDING")
         print(f"job requeued {waited:.1f}s after the drain (bound {JOB_WORST_S:.0f}s)")
-        assert state.restarts >= 1 and "Held" not in state.reason, state
+        assert state.restarts >= 1 and "Held" not in state.reason, (
+            f"the job was not requeued by its prolog (a periodic run may have drained {faulty} first): {state}")
 
         # An admin's drain is never lifted, however many clean periodic runs pass.
         assert drained_with(session, healthy, admin_reason) is not None
