@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 
 from slurmpod.policy import tier_rules, topology_rules
-from slurmpod.policy.decision import REJECT_PREFIX, Decision
+from slurmpod.policy.decision import REJECT_PREFIX, Changes, Decision
 from slurmpod.policy.model import FailMode, Policy
-from slurmpod.policy.outcome import Rule
+from slurmpod.policy.outcome import Outcome, Rule
 from slurmpod.policy.request import JobRequest
 
 log = logging.getLogger(__name__)
@@ -43,15 +43,25 @@ def failed(mode: FailMode, detail: str) -> Decision:
 
 
 def _builtin(policy: Policy, req: JobRequest) -> Decision:
-    out = tier_rules.check(policy, req)
-    if out.reject is None:
-        out = out.then(topology_rules.check(policy, req))
+    tier = tier_rules.check(policy, req)
+    out = tier if tier.reject is not None else tier.then(topology_rules.check(policy, req))
     rules = tuple(r.value for r in out.rules)
     if out.reject is not None:
         return Decision.reject(out.reject, rules, out.refusal)
     if req.is_modify:
-        # job_modify's job_desc holds only the fields being changed (the rest NO_VAL), and the job's
-        # record is opaque to the plugin: refuse what the change names, never fill in the unnamed rest.
-        # Ref: https://slurm.schedmd.com/job_submit_plugins.html (job_modify)
-        return Decision.accept()
+        return _modification(tier)
     return Decision.of(out.changes, out.notes, rules)
+
+
+def _modification(tier: Outcome) -> Decision:
+    """A job_modify on the job it produces (the plugin merges the job's record with the change): the
+    tier's time cap and requeue are set in the update, as at submit. slurmctld's update_job does not
+    change --signal, so a change that would need the tier's grace signal is refused; topology fields
+    are placement, decided at submit. Ref: https://slurm.schedmd.com/scontrol.html#SECTION_JOBS"""
+    changes = tier.changes
+    rules = tuple(r.value for r in tier.rules)
+    if changes.warn_signal is not None:
+        return Decision.reject("a job moved into this tier cannot be given its grace signal (Slurm does not "
+                               "change --signal of an existing job): submit it to the tier instead",
+                               (*rules, Rule.GRACE_SIGNAL.value))
+    return Decision.of(Changes(time_limit=changes.time_limit, requeue=changes.requeue), tier.notes, rules)

@@ -99,6 +99,8 @@ class JobRequest:
     name: str | None = None
     job_id: int | None = None  # set for job_modify
     is_modify: bool = False
+    # job_modify naming a partition, QoS or account other than the job's: access is judged for the caller
+    moves_tier: bool = False
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -161,7 +163,7 @@ def from_mapping(raw: Any, where: str = "") -> JobRequest:
     for key in _STR_FIELDS:
         if doc.get(key) is not None:
             values[key] = p.typed(_join(where, key), doc[key], str, "a string")
-    for key in ("requeue", "is_modify"):
+    for key in ("requeue", "is_modify", "moves_tier"):
         if doc.get(key) is not None:
             values[key] = p.typed(_join(where, key), doc[key], bool, "true or false")
     if doc.get("groups") is not None:

@@ -33,8 +33,11 @@ def check(policy: Policy, req: JobRequest) -> Outcome:
     if gpu_in_cpu:
         return refuse(Rule.CPU_ONLY, f"partition {gpu_in_cpu[0]} has no GPUs; submit GPU jobs to a GPU partition")
     tiers = tiers_of(policy, req)
+    # A modification that keeps the job's partition, QoS and account was let into its tiers at submit:
+    # an operator's hold or time change on it is not judged on the operator's own access.
+    check_access = not req.is_modify or req.moves_tier
     for tier in tiers:
-        if not tier.access.allows(req):
+        if check_access and not tier.access.allows(req):
             return refuse(Rule.TIER_ACCESS, f"user {req.user or req.uid} may not use the {tier.name} tier "
                                             f"(account {req.account or '(default)'})")
     if not tiers:

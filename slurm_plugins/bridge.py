@@ -98,6 +98,7 @@ def request_from_desc(desc: Desc, user: str, groups: tuple[str, ...]) -> JobRequ
         warn_time=_num(desc.get("warn_time"), NO_VAL16) or None,
         warn_flags=_num(desc.get("warn_flags"), NO_VAL16) or 0, name=_str(desc.get("name")),
         job_id=_num(desc.get("job_id"), NO_VAL) or None, is_modify=bool(desc.get("is_modify")),
+        moves_tier=bool(desc.get("moves_tier")),
     )
 
 

@@ -28,8 +28,9 @@ log = logging.getLogger(__name__)
 OK = 0x51504F4B  # "QPOK": the answer in *out is valid
 STR_IN = ("account", "partition", "qos", "tres_per_node", "tres_per_job", "features", "comment", "name",
           "tres_per_task", "tres_per_socket")
-NUM_IN = ("user_id", "group_id", "job_id", "is_modify", "min_nodes", "max_nodes", "num_tasks", "time_limit",
-          "req_switch", "wait4switch", "segment_size", "shared", "requeue", "warn_signal", "warn_time", "warn_flags")
+NUM_IN = ("user_id", "group_id", "job_id", "is_modify", "moves_tier", "min_nodes", "max_nodes", "num_tasks",
+          "time_limit", "req_switch", "wait4switch", "segment_size", "shared", "requeue", "warn_signal", "warn_time",
+          "warn_flags")
 # Which job_desc field the shim writes back: one bit each in out->set (SP_SET_* in slurmpod_job.h).
 SET_BITS = {"partition": 1 << 0, "qos": 1 << 1, "time_limit": 1 << 2, "requeue": 1 << 3, "warn_signal": 1 << 4,
             "warn_time": 1 << 5, "warn_flags": 1 << 6, "req_switch": 1 << 7, "wait4switch": 1 << 8,

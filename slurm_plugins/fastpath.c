@@ -207,7 +207,8 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
     int nparts, gpus, n;
     char quote;
 
-    if (!t || !t->ok || !user || !user[0] || !spf_printable(user) || !spf_printable(req->partition) ||
+    /* A modification is judged on the merged job, with its own rules (decide._modification): Python's. */
+    if (!t || !t->ok || req->is_modify || !user || !user[0] || !spf_printable(user) || !spf_printable(req->partition) ||
         !spf_printable(req->qos) || !spf_printable(req->account) || !spf_printable(req->tres_per_node) ||
         !spf_printable(req->tres_per_job) || !spf_printable(req->tres_per_task) ||
         !spf_printable(req->tres_per_socket))
@@ -315,13 +316,6 @@ decided:
         out->set = 0;
         out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;
         memcpy(out->message, reject.text, reject.len + 1);
-    } else if (req->is_modify) { /* decide._builtin: a modification is refused or accepted, never changed */
-        out->verdict = SP_VERDICT_ACCEPT;
-        out->set = 0;
-        out->time_limit = out->requeue = out->warn_signal = out->warn_time = out->warn_flags = 0;
-        out->message[0] = '\0';
-        rules.len = 0;
-        rules.text[0] = '\0';
     } else {
         out->verdict = out->set ? SP_VERDICT_MODIFY : SP_VERDICT_ACCEPT;
         memcpy(out->message, notes.text, notes.len + 1);
@@ -335,8 +329,8 @@ decided:
             snprintf(job, sizeof(job), "%u", req->job_id);
         else
             snprintf(job, sizeof(job), "new");
-        n = snprintf(out->log, sizeof(out->log), "%s job=%s user=%s partition=%s verdict=%s rules=%s message=%c%s%c",
-                     req->is_modify ? "modify" : "submit", job, user, partition ? partition : "-",
+        n = snprintf(out->log, sizeof(out->log), "submit job=%s user=%s partition=%s verdict=%s rules=%s message=%c%s%c",
+                     job, user, partition ? partition : "-",
                      verdicts[out->verdict], rules.len ? rules.text : "-", quote, out->message, quote);
         if (n < 0 || (size_t) n >= sizeof(out->log))
             return 0;

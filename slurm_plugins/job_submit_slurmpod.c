@@ -70,7 +70,17 @@ extern void slurm_log_var(const int level, const char *fmt, ...);
 extern int slurm_error(const char *fmt, ...);
 #define SP_LOG_INFO 3 /* LOG_LEVEL_INFO in log_level_t, src/common/log.h */
 
-struct job_record; /* only passed through: job_record_t is internal to slurmctld */
+struct job_record; /* opaque: job_record_t is internal to slurmctld */
+
+/* job_modify reads the job it changes through slurmctld's own copy_job_record_to_job_desc() (exported by
+ * the slurmctld binary, as every function plugins call is; Ref: src/slurmctld/slurmctld.h) into a
+ * job_desc_msg_t, whose layout slurm.h gives, freed with libslurmfull's slurm_free_job_desc_msg().
+ * Both are looked up at init(): a slurmctld without them still loads the plugin, and every modification
+ * the policy would judge is refused. */
+typedef job_desc_msg_t *(*sp_copy_job_fn)(struct job_record *job_ptr);
+typedef void (*sp_free_desc_fn)(job_desc_msg_t *msg);
+static sp_copy_job_fn sp_copy_job;
+static sp_free_desc_fn sp_free_desc;
 
 #define SP_BUCKETS 4096 /* 1 us each; the last one holds everything slower */
 
@@ -384,6 +394,11 @@ extern int init(void)
     if (dladdr((void *) &init, &self) && self.dli_fname &&
         !dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
         slurm_error("job_submit/slurmpod: dlopen(%s, RTLD_NODELETE): %s", self.dli_fname, dlerror());
+    sp_copy_job = (sp_copy_job_fn) dlsym(RTLD_DEFAULT, "copy_job_record_to_job_desc");
+    sp_free_desc = (sp_free_desc_fn) dlsym(RTLD_DEFAULT, "slurm_free_job_desc_msg");
+    if (!sp_copy_job || !sp_free_desc)
+        slurm_error("job_submit/slurmpod: copy_job_record_to_job_desc/slurm_free_job_desc_msg not found: "
+                    "job modifications the policy judges are refused");
     env = getenv(SP_ENV_POLICY);
     snprintf(sp_policy_path, sizeof(sp_policy_path), "%s", (env && env[0]) ? env : SP_POLICY_FILE);
     env = getenv(SP_ENV_STATS);
@@ -479,12 +494,12 @@ static int sp_error_code(uint32_t refusal)
     }
 }
 
-/* uid: the caller's (submit_uid), never job_desc->user_id, which job_modify leaves NO_VAL. */
-static int sp_call(job_desc_msg_t *d, bool modify, uint32_t uid, char **err_msg)
+/* The request for job_submit: job_desc as the user sent it. uid: the caller's (submit_uid), never
+ * job_desc->user_id, which the user may set and job_modify leaves NO_VAL. */
+static slurmpod_req_t sp_submitted(const job_desc_msg_t *d, uint32_t uid)
 {
-    uint64_t started = sp_now_ns();
     slurmpod_req_t req = {
-        .user_id = uid, .group_id = d->group_id, .job_id = sp_job_id(d), .is_modify = modify,
+        .user_id = uid, .group_id = d->group_id, .job_id = sp_job_id(d), .is_modify = 0, .moves_tier = 0,
         .min_nodes = d->min_nodes, .max_nodes = d->max_nodes, .num_tasks = d->num_tasks,
         .time_limit = d->time_limit, .req_switch = d->req_switch, .wait4switch = d->wait4switch,
         .segment_size = d->segment_size, .shared = d->shared, .requeue = d->requeue,
@@ -494,6 +509,58 @@ static int sp_call(job_desc_msg_t *d, bool modify, uint32_t uid, char **err_msg)
         .comment = d->comment, .name = d->name, .tres_per_task = d->tres_per_task,
         .tres_per_socket = d->tres_per_socket,
     };
+    return req;
+}
+
+/* Whether a job_modify names any field the policy reads (a hold, release, nice or dependency does not). */
+static bool sp_names_policy_fields(const job_desc_msg_t *d)
+{
+    return d->account || d->partition || d->qos || d->tres_per_node || d->tres_per_job || d->tres_per_task ||
+           d->tres_per_socket || d->features || d->comment || d->name || d->min_nodes != NO_VAL ||
+           d->max_nodes != NO_VAL || d->num_tasks != NO_VAL || d->time_limit != NO_VAL ||
+           d->req_switch != NO_VAL || d->wait4switch != NO_VAL || d->segment_size != NO_VAL16 ||
+           d->shared != NO_VAL16 || d->requeue != NO_VAL16 || d->warn_signal != NO_VAL16 ||
+           d->warn_time != NO_VAL16 || d->warn_flags != NO_VAL16;
+}
+
+static bool sp_differs(const char *change, const char *now)
+{
+    return change && strcmp(change, now ? now : "") != 0;
+}
+
+/* The request for job_modify: the job it produces, each field the change names over the job's record
+ * (e, from copy_job_record_to_job_desc), judged for the caller. */
+static slurmpod_req_t sp_merged(const job_desc_msg_t *d, const job_desc_msg_t *e, uint32_t uid)
+{
+#define SP_N(f) (d->f != NO_VAL ? d->f : e->f)
+#define SP_N16(f) (d->f != NO_VAL16 ? d->f : e->f)
+#define SP_S(f) (d->f ? d->f : e->f)
+    slurmpod_req_t req = {
+        .user_id = uid, .group_id = e->group_id, .job_id = sp_job_id(d), .is_modify = 1,
+        .moves_tier = sp_differs(d->partition, e->partition) || sp_differs(d->qos, e->qos) ||
+                      sp_differs(d->account, e->account),
+        .min_nodes = SP_N(min_nodes), .max_nodes = SP_N(max_nodes), .num_tasks = SP_N(num_tasks),
+        .time_limit = SP_N(time_limit), .req_switch = SP_N(req_switch), .wait4switch = SP_N(wait4switch),
+        .segment_size = SP_N16(segment_size), .shared = SP_N16(shared), .requeue = SP_N16(requeue),
+        .warn_signal = SP_N16(warn_signal), .warn_time = SP_N16(warn_time), .warn_flags = SP_N16(warn_flags),
+        .account = SP_S(account), .partition = SP_S(partition), .qos = SP_S(qos),
+        .tres_per_node = SP_S(tres_per_node), .tres_per_job = SP_S(tres_per_job), .features = SP_S(features),
+        .comment = SP_S(comment), .name = SP_S(name), .tres_per_task = SP_S(tres_per_task),
+        .tres_per_socket = SP_S(tres_per_socket),
+    };
+#undef SP_N
+#undef SP_N16
+#undef SP_S
+    return req;
+}
+
+/* Decide one request and write the answer into d (the job_desc slurmctld goes on with). */
+static int sp_call(job_desc_msg_t *d, const slurmpod_req_t *r, char **err_msg)
+{
+    uint64_t started = sp_now_ns();
+    slurmpod_req_t req = *r;
+    bool modify = req.is_modify != 0;
+    uint32_t uid = req.user_id;
     slurmpod_out_t out;
     const char *too_long;
     int rc = SLURM_SUCCESS;
@@ -524,7 +591,7 @@ static int sp_call(job_desc_msg_t *d, bool modify, uint32_t uid, char **err_msg)
         return rc;
     }
     memset(&out, 0, sizeof(out));
-    if (sp_fast_try(&req, &out)) {
+    if (!modify && sp_fast_try(&req, &out)) {
         __atomic_fetch_add(&sp_fast_calls, 1, __ATOMIC_RELAXED);
     } else {
         memset(&out, 0, sizeof(out)); /* the fast path may have begun an answer it then left to Python */
@@ -563,12 +630,31 @@ static int sp_call(job_desc_msg_t *d, bool modify, uint32_t uid, char **err_msg)
 
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
-    return sp_call(job_desc, false, submit_uid, err_msg);
+    slurmpod_req_t req = sp_submitted(job_desc, submit_uid);
+    return sp_call(job_desc, &req, err_msg);
 }
 
 extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid,
               char **err_msg)
 {
-    (void) job_ptr;
-    return sp_call(job_desc, true, submit_uid, err_msg);
+    job_desc_msg_t *existing;
+    slurmpod_req_t req;
+    char line[160];
+    int rc;
+
+    if (!sp_names_policy_fields(job_desc))
+        return SLURM_SUCCESS; /* a hold, release, nice, dependency...: nothing the policy judges */
+    if (!sp_copy_job || !sp_free_desc || !job_ptr || !(existing = sp_copy_job(job_ptr))) {
+        if (err_msg)
+            *err_msg = slurm_xstrdup("rejected by cluster policy: the job's record could not be read to judge "
+                                     "this change (see slurmctld log)");
+        snprintf(line, sizeof(line), "modify job=%u uid=%u verdict=reject rules=job-record-unreadable",
+                 sp_job_id(job_desc), submit_uid);
+        sp_log(line);
+        return ESLURM_ACCESS_DENIED;
+    }
+    req = sp_merged(job_desc, existing, submit_uid);
+    rc = sp_call(job_desc, &req, err_msg);
+    sp_free_desc(existing);
+    return rc;
 }

@@ -12,9 +12,11 @@
 
 #include <stdint.h>
 
-/* job_desc_msg_t's fields the policy reads, copied as they are (NO_VAL / NO_VAL16 when unset). */
+/* job_desc_msg_t's fields the policy reads, copied as they are (NO_VAL / NO_VAL16 when unset). For
+ * job_modify: the job's record merged with the change, and moves_tier set when the change names a
+ * partition, QoS or account other than the job's. */
 typedef struct {
-    uint32_t user_id, group_id, job_id, is_modify;
+    uint32_t user_id, group_id, job_id, is_modify, moves_tier;
     uint32_t min_nodes, max_nodes, num_tasks, time_limit, req_switch, wait4switch;
     uint32_t segment_size, shared, requeue, warn_signal, warn_time, warn_flags;
     const char *account, *partition, *qos, *tres_per_node, *tres_per_job, *features, *comment, *name;

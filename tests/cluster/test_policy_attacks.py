@@ -6,7 +6,7 @@ Each test is one way around the policy, tried for real through sbatch and the pl
 from __future__ import annotations
 
 import pytest
-from clusterkit import Session
+from clusterkit import Session, job
 from policyvolume import PolicyVolume
 from waiting import wait_for
 
@@ -30,6 +30,16 @@ tiers:
     partitions: [main]
 defaultTier: normal
 cpuOnlyPartitions: [main]
+"""
+# Tiers as a site would write them, open to the researcher: what a modification may do is then limited by
+# the caps, requeue and grace alone.
+TIERS = """
+tiers:
+  - {name: preemptible, partitions: [preempt], requeue: true, maxTimeMinutes: 1440,
+     graceSignal: {signal: USR1, seconds: 120, target: batch}}
+  - {name: normal, partitions: [main], maxTimeMinutes: 10080}
+  - {name: high, partitions: [high], maxTimeMinutes: 240, access: {users: [researcher]}}
+defaultTier: normal
 """
 FORGED = "FORGED-LOG-LINE"
 DECISION_LOGGED_WORST_S = 10.0  # the shim's writer thread (50 ms) and Docker's log driver
@@ -100,3 +110,57 @@ def test_refused_submissions_keep_slurmctlds_memory_bounded(session: Session, po
     assert r.code == 0, r.stderr
     assert int(r.stdout.strip()) == ATTEMPTS  # every one refused: a comment past Slurm's limit
     assert _rss_kib(session) - before < RSS_GROWTH_MAX_KIB
+
+
+def _held(session: Session, *args: str) -> int:
+    r = session.as_researcher("sbatch", "--parsable", "-o", "/dev/null", "--hold", *args, "--wrap", "true")
+    assert r.code == 0, r.stderr
+    return int(r.stdout.strip().split(";")[0])
+
+
+def _update(session: Session, job_id: int, *fields: str) -> tuple[int, str]:
+    r = session.as_researcher("scontrol", "update", f"jobid={job_id}", *fields)
+    return r.code, r.stdout + r.stderr
+
+
+@pytest.mark.smoke  # the plugin reads the job record through slurmctld, which differs per version
+def test_a_held_week_long_job_moved_into_high_meets_the_cap(session: Session, policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": TIERS})
+    week = _held(session, "-p", "main", "-t", "7-0")
+    try:
+        code, out = _update(session, week, "partition=high")
+        assert code != 0, out
+        assert "time limit" in out.lower(), out  # ESLURM_INVALID_TIME_LIMIT: "Requested time limit is invalid"
+        record = job(session, week)
+        assert record is not None and (record.partition, record.time_limit_min) == ("main", 10080), record
+        # the same move with a time limit under the cap is the job the tier allows
+        code, out = _update(session, week, "partition=high", "timelimit=200")
+        assert code == 0, out
+        record = job(session, week)
+        assert record is not None and (record.partition, record.time_limit_min) == ("high", 200), record
+    finally:
+        session.root_in(session.cluster.controller, "scancel", str(week), timeout=30)
+
+
+def test_a_job_moved_into_the_preemptible_tier_gets_requeue_or_is_refused(session: Session,
+                                                                           policy: PolicyVolume) -> None:
+    policy.publish({"policy.yaml": TIERS})
+    plain = _held(session, "-p", "main", "-t", "60", "--no-requeue")
+    graced = _held(session, "-p", "main", "-t", "60", "--no-requeue", "--signal=B:USR1@120")
+    try:
+        # without a grace signal, which slurmctld cannot add to an existing job: refused
+        code, out = _update(session, plain, "partition=preempt")
+        assert code != 0, out
+        record = job(session, plain)
+        assert record is not None and (record.partition, record.requeue) == ("main", False), record
+        # with one: moved, and given the tier's requeue in the same update
+        code, out = _update(session, graced, "partition=preempt")
+        assert code == 0, out
+        record = job(session, graced)
+        assert record is not None and (record.partition, record.requeue) == ("preempt", True), record
+        # and it cannot be taken back out of requeue while it is in the tier
+        code, out = _update(session, graced, "requeue=0")
+        record = job(session, graced)
+        assert record is not None and record.requeue is True, (code, out, record)
+    finally:
+        session.root_in(session.cluster.controller, "scancel", str(plain), str(graced), timeout=30)

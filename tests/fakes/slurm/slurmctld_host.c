@@ -7,7 +7,11 @@
  * HOST_UID=N submits as uid N (job_desc user_id and submit_uid); HOST_ACCOUNT=A sets --account;
  * HOST_COMMENT_BYTES=N gives every job an N-byte comment ending in a non-ASCII byte (the Python path).
  * HOST_TRES_PER_TASK=T sets tres_per_task (--gpus-per-task). The last line is "rss_kb=<VmRSS>".
- * HOST_WAIT_MS=N sleeps N ms after the last job, then writes "host: fini" to stderr before calling fini(). */
+ * HOST_WAIT_MS=N sleeps N ms after the last job, then writes "host: fini" to stderr before calling fini().
+ * A job argument "modify:K=V,..." calls job_modify instead, with a job_desc naming only those fields
+ * (partition, qos, account, name, time_limit, requeue, job_id) for the job HOST_EXISTING="K=V,..." describes,
+ * which this host's copy_job_record_to_job_desc() returns (NULL when HOST_EXISTING is unset), as slurmctld's
+ * does. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -42,7 +46,84 @@ int slurm_error(const char *fmt, ...)
 }
 
 typedef int (*submit_fn)(job_desc_msg_t *, uint32_t, char **);
+typedef int (*modify_fn)(job_desc_msg_t *, void *, uint32_t, char **);
 static submit_fn job_submit;
+static modify_fn job_modify;
+static int copies, frees;
+
+static void unset(job_desc_msg_t *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->job_id = d->min_nodes = d->max_nodes = d->num_tasks = d->time_limit = d->req_switch = d->wait4switch = NO_VAL;
+    d->group_id = NO_VAL;
+    d->requeue = d->segment_size = d->shared = d->warn_flags = d->warn_signal = d->warn_time = NO_VAL16;
+}
+
+/* "K=V,K=V" into d: strings strdup()ed (freed by slurm_free_job_desc_msg or the caller). */
+static void fill(job_desc_msg_t *d, const char *spec)
+{
+    char buf[1024], *save = NULL, *kv;
+    snprintf(buf, sizeof(buf), "%s", spec);
+    for (kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *v = strchr(kv, '=');
+        if (!v)
+            continue;
+        *v++ = '\0';
+        if (!strcmp(kv, "partition")) d->partition = strdup(v);
+        else if (!strcmp(kv, "qos")) d->qos = strdup(v);
+        else if (!strcmp(kv, "account")) d->account = strdup(v);
+        else if (!strcmp(kv, "name")) d->name = strdup(v);
+        else if (!strcmp(kv, "tres_per_node")) d->tres_per_node = strdup(v);
+        else if (!strcmp(kv, "time_limit")) d->time_limit = (uint32_t) strtoul(v, NULL, 10);
+        else if (!strcmp(kv, "requeue")) d->requeue = (uint16_t) atoi(v);
+        else if (!strcmp(kv, "warn_signal")) d->warn_signal = (uint16_t) atoi(v);
+        else if (!strcmp(kv, "job_id")) d->job_id = (uint32_t) strtoul(v, NULL, 10);
+        else if (!strcmp(kv, "user_id")) d->user_id = (uint32_t) strtoul(v, NULL, 10);
+    }
+}
+
+static void free_strings(job_desc_msg_t *d)
+{
+    free(d->partition); free(d->qos); free(d->account); free(d->name); free(d->tres_per_node);
+}
+
+/* slurmctld's (src/slurmctld/job_mgr.c) and libslurmfull's, as the plugin finds them with dlsym. */
+job_desc_msg_t *copy_job_record_to_job_desc(void *job_ptr)
+{
+    job_desc_msg_t *d;
+    if (!job_ptr || !getenv("HOST_EXISTING") || !(d = malloc(sizeof(*d))))
+        return NULL;
+    unset(d);
+    fill(d, getenv("HOST_EXISTING"));
+    __atomic_fetch_add(&copies, 1, __ATOMIC_RELAXED);
+    return d;
+}
+
+void slurm_free_job_desc_msg(job_desc_msg_t *d)
+{
+    free_strings(d);
+    free(d);
+    __atomic_fetch_add(&frees, 1, __ATOMIC_RELAXED);
+}
+
+static int modify(const char *spec, char *line, size_t len)
+{
+    job_desc_msg_t d;
+    static int record = 1;
+    char *err = NULL;
+    int rc;
+    uint32_t uid = getenv("HOST_UID") ? (uint32_t) atoi(getenv("HOST_UID")) : 0;
+
+    unset(&d);
+    fill(&d, spec + strlen("modify:"));
+    d.user_id = NO_VAL; /* as update_job sends it: the caller is submit_uid */
+    rc = job_modify(&d, &record, uid, &err);
+    snprintf(line, len, "job=%s rc=%d time_limit=%u requeue=%u warn_signal=%u copies=%d frees=%d err=%s", spec, rc,
+             d.time_limit, d.requeue, d.warn_signal, copies, frees, err ? err : "-");
+    free_strings(&d);
+    free(err);
+    return rc;
+}
 static const char *thread_job;
 static int repeat = 1, bad_threads, unique_names;
 static unsigned serial;
@@ -53,6 +134,8 @@ static int submit(const char *spec, char *line, size_t len)
     char part[256], name[64], *err = NULL, *colon;
     int rc, gpus = 0, nodes = 1;
 
+    if (!strncmp(spec, "modify:", 7))
+        return modify(spec, line, len);
     memset(&d, 0, sizeof(d));
     d.max_nodes = d.num_tasks = d.time_limit = d.req_switch = d.wait4switch = NO_VAL;
     d.requeue = d.segment_size = d.shared = d.warn_flags = d.warn_signal = d.warn_time = NO_VAL16;
@@ -123,9 +206,10 @@ int main(int argc, char **argv)
     int (*init)(void) = (int (*)(void)) dlsym(h, "init");
     int (*fini)(void) = (int (*)(void)) dlsym(h, "fini");
     job_submit = (submit_fn) dlsym(h, "job_submit");
+    job_modify = (modify_fn) dlsym(h, "job_modify");
     const uint32_t *version = dlsym(h, "plugin_version");
     const char *type = dlsym(h, "plugin_type");
-    if (!init || !fini || !job_submit || !version || !type || !dlsym(h, "job_modify") || !dlsym(h, "plugin_name")) {
+    if (!init || !fini || !job_submit || !version || !type || !job_modify || !dlsym(h, "plugin_name")) {
         printf("missing plugin symbols\n");
         return 3;
     }

@@ -118,16 +118,33 @@ def test_default_policy_answers_the_three_demo_jobs() -> None:
     assert rejected.verdict is Verdict.REJECT and "no GPUs" in rejected.message
 
 
-@pytest.mark.parametrize(("kw", "verdict"), [
-    ({"time_limit": 30}, Verdict.ACCEPT),
-    ({"partition": "preempt"}, Verdict.ACCEPT),
-    ({"partition": "preempt", "time_limit": 900}, Verdict.REJECT),
-    ({"partition": "high"}, Verdict.REJECT),
-], ids=["unrelated-field", "no-fill-ins", "named-over-cap", "named-tier-refused"])
-def test_job_modify_refuses_what_it_names_and_fills_in_nothing(kw: dict[str, Any], verdict: Verdict) -> None:
-    d = decide.decide(policy(TIERS), job(is_modify=True, **kw))
+# job_modify requests are the job's record merged with the change (the plugin merges them); moves_tier says
+# the change names a partition, QoS or account other than the job's.
+@pytest.mark.parametrize(("kw", "verdict", "changes", "words"), [
+    ({"partition": "main", "time_limit": 30}, Verdict.ACCEPT, {}, ""),
+    ({"partition": "high", "time_limit": 10080, "moves_tier": True, "user": "boss"}, Verdict.REJECT, {},
+     "exceeds the high tier's cap of 120"),
+    ({"partition": "high", "time_limit": 60, "moves_tier": True}, Verdict.REJECT, {}, "may not use the high tier"),
+    ({"partition": "high", "time_limit": 60, "moves_tier": True, "user": "boss"}, Verdict.ACCEPT, {}, ""),
+    ({"partition": "high", "time_limit": 60, "user": "root"}, Verdict.ACCEPT, {}, ""),
+    ({"partition": "main", "time_limit": 3000}, Verdict.MODIFY, {"time_limit": 1440}, "lowered from 3000"),
+    ({"partition": "preempt", "time_limit": 60, "moves_tier": True, "warn_signal": 10, "warn_time": 90},
+     Verdict.MODIFY, {"requeue": True}, "requeue enabled"),
+    ({"partition": "preempt", "time_limit": 60, "moves_tier": True}, Verdict.REJECT, {},
+     "cannot be given its grace signal"),
+    ({"partition": "preempt", "time_limit": 601, "requeue": True, "warn_signal": 10}, Verdict.REJECT, {},
+     "exceeds the preemptible tier's cap of 600"),
+    ({"partition": "main", "min_nodes": 2, "tres_per_node": "gres/gpu:2", "time_limit": 30}, Verdict.ACCEPT, {},
+     ""),
+], ids=["unchanged-tier", "into-high-past-cap", "into-high-refused", "into-high-allowed",
+        "operator-in-high-not-a-move", "over-cap-clamped", "into-preempt-requeued", "into-preempt-without-grace",
+        "preempt-over-cap", "topology-left-alone"])
+def test_job_modify_is_judged_on_the_job_it_produces(kw: dict[str, Any], verdict: Verdict,
+                                                     changes: dict[str, Any], words: str) -> None:
+    d = decide.decide(policy(TIERS + BLOCK), job(is_modify=True, job_id=42, **kw))
     assert d.verdict is verdict, d
-    assert not d.changes
+    assert d.changes.as_dict() == changes
+    assert words in d.message
 
 
 @pytest.mark.parametrize("kw", [

@@ -106,9 +106,7 @@ def _both(fast: Any, tmp_path: Path, text: str) -> Both:
                                                             "cap of 1440 min"),
     ({"partition": b"cpu,main", "tres_per_node": b"gres/gpu:1"}, 2, "partition cpu has no GPUs; submit GPU jobs "
                                                                      "to a GPU partition"),
-    ({"partition": b"main", "is_modify": 1, "job_id": 42, "time_limit": 5}, 0, ""),
-], ids=["default-tier", "unique-name", "preempt-modify", "preempt-cap-set", "preempt-unlimited", "cpu-only",
-        "job-modify"])
+], ids=["default-tier", "unique-name", "preempt-modify", "preempt-cap-set", "preempt-unlimited", "cpu-only"])
 def test_the_default_policy_is_decided_in_c(fast: Any, tmp_path: Path, fields: dict[str, Any], verdict: int,
                                             message: str) -> None:
     both = _both(fast, tmp_path, default_policy_text())
@@ -121,13 +119,15 @@ def test_the_default_policy_is_decided_in_c(fast: Any, tmp_path: Path, fields: d
 
 @pytest.mark.parametrize(("text", "fields", "why"), [
     (default_policy_text(), {"partition": b"high"}, "access by group"),
+    (default_policy_text(), {"partition": b"main", "is_modify": 1, "job_id": 42, "time_limit": 5},
+     "a modification, judged on the merged job"),
     ("rules: [{file: r.py}]\n", {}, "site rules"),
     ("topology: {plugin: block, groupSize: 4}\n", {"min_nodes": 2, "tres_per_node": b"gres/gpu:8"}, "placement"),
     (default_policy_text(), {"partition": "gpu-é".encode()}, "not ASCII"),
     ("tiers: [{name: high, partitions: [high], access: {users: [alice]}}]\n", {"partition": b"high", "user_id": 1002,
                                                                   "account": b'x"y'}, "both quotes in the message"),
     (default_policy_text(), {"tres_per_job": b"gres/gpu:12345678901"}, "a count C cannot sum"),
-], ids=["groups", "site-rules", "topology", "non-ascii", "quote", "huge-count"])
+], ids=["groups", "modify", "site-rules", "topology", "non-ascii", "quote", "huge-count"])
 def test_what_c_leaves_to_python(fast: Any, tmp_path: Path, text: str, fields: dict[str, Any], why: str) -> None:
     (tmp_path / "r.py").write_text("def rule(job, decision):\n    return None\n", encoding="utf-8")
     both = _both(fast, tmp_path, text)

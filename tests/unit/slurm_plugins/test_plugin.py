@@ -256,3 +256,61 @@ def test_a_partition_holding_a_control_character_is_refused_before_slurm_logs_it
     assert job["rc"] == str(ESLURM_INVALID_PARTITION_NAME)
     assert job["err"] == "rejected by cluster policy: partition holds a control character"
     assert "forged" not in out.stderr  # the decision's log line names the field, not its value
+
+
+MODIFY_POLICY = """
+tiers:
+  - {name: preemptible, partitions: [preempt], requeue: true, maxTimeMinutes: 600,
+     graceSignal: {signal: USR1, seconds: 90, target: batch}}
+  - {name: normal, partitions: [main], maxTimeMinutes: 10080}
+  - {name: high, partitions: [high], maxTimeMinutes: 240, access: {users: [root]}}
+defaultTier: normal
+"""
+
+
+def test_a_modification_is_judged_on_the_job_record_merged_with_the_change(built: tuple[Path, Path],
+                                                                            tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(MODIFY_POLICY, encoding="utf-8")
+    week = "partition=main,time_limit=10080,requeue=0,job_id=7,user_id=2000"
+    out = _run(built, policy, "modify:partition=high,job_id=7", "modify:partition=preempt,job_id=7",
+               "modify:partition=preempt,time_limit=60,job_id=7", "modify:time_limit=60,job_id=7",
+               "modify:partition=high,time_limit=200,job_id=7", existing=week)
+    assert out.returncode == 0, out.stdout + out.stderr
+    jobs = _lines(out)
+    # scontrol update job=7 partition=high on a 7-day job: the record's time limit is past high's cap
+    high = jobs["modify:partition=high,job_id=7"]
+    assert (high["rc"], high["err"]) == (str(ESLURM_INVALID_TIME_LIMIT),
+                                         "time limit 10080 min exceeds the high tier's cap of 240 min"), high
+    # into preempt: the record has no grace signal, which update_job cannot add
+    assert jobs["modify:partition=preempt,job_id=7"]["err"].startswith("time limit 10080 min exceeds")
+    pre = jobs["modify:partition=preempt,time_limit=60,job_id=7"]
+    assert "cannot be given its grace signal" in pre["err"] and pre["rc"] != "0", pre
+    assert jobs["modify:time_limit=60,job_id=7"]["rc"] == "0"
+    ok = jobs["modify:partition=high,time_limit=200,job_id=7"]
+    assert (ok["rc"], ok["time_limit"], ok["requeue"]) == ("0", "200", str(0xFFFE)), ok
+    # every record copied was freed with Slurm's own function
+    assert (ok["copies"], ok["frees"]) == ("5", "5"), ok
+    assert "modify job=7 user=root partition=high verdict=reject rules=tier-time-cap" in out.stderr
+
+
+def test_a_modification_into_the_preemptible_tier_gets_its_requeue(built: tuple[Path, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(MODIFY_POLICY, encoding="utf-8")
+    graced = "partition=main,time_limit=60,requeue=0,warn_signal=10,job_id=8,user_id=2000"
+    job = _lines(_run(built, policy, "modify:partition=preempt,job_id=8", existing=graced))[
+        "modify:partition=preempt,job_id=8"]
+    assert (job["rc"], job["requeue"]) == ("0", "1"), job
+    assert "requeue enabled" in job["err"]
+
+
+def test_a_modification_the_policy_cannot_read_the_job_for_is_refused(built: tuple[Path, Path],
+                                                                      tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(MODIFY_POLICY, encoding="utf-8")
+    out = _run(built, policy, "modify:partition=high,job_id=9", "modify:job_id=9")  # no HOST_EXISTING: NULL
+    jobs = _lines(out)
+    refused = jobs["modify:partition=high,job_id=9"]
+    assert refused["rc"] == str(ESLURM_ACCESS_DENIED) and "could not be read" in refused["err"], refused
+    # a hold or release names no field the policy reads: passed through without a lookup
+    assert (jobs["modify:job_id=9"]["rc"], jobs["modify:job_id=9"]["copies"]) == ("0", "0")
