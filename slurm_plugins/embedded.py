@@ -146,6 +146,8 @@ def _decide(ffi: Any, runtime: bridge.PluginRuntime, req: Any, out: Any, loaded:
         decision = failed(loaded.fail_mode, f"value for {too_long[0]} too long for the plugin")
         values = bridge.encode(decision)
     _fill(ffi, out, decision, values)
+    if job is not None and len(job.user.encode()) < len(out.user):
+        _put(ffi, out.user, len(out.user), job.user)
     line = bridge.log_line(job, decision) if job is not None else f"verdict={decision.verdict.value} " \
                                                                    f"message={decision.message!r}"
     _put(ffi, out.log, len(out.log), line)

@@ -309,8 +309,9 @@ int slurmpod_fast_decide(const slurmpod_fast_t *t, const slurmpod_req_t *req, co
         return 0;
 
 decided:
-    if (notes.full || rules.full || reject.full)
+    if (notes.full || rules.full || reject.full || strlen(user) >= sizeof(out->user))
         return 0;
+    memcpy(out->user, user, strlen(user) + 1); /* as Python fills it: the name this answer was for */
     if (reject.len) {
         out->verdict = SP_VERDICT_REJECT;
         out->set = 0;

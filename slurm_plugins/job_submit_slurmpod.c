@@ -33,7 +33,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -321,13 +320,13 @@ static void sp_fast_drop(void)
     free(old);
 }
 
-/* The user's name, or the uid in decimal when NSS has none (bridge.system_identity); 0: ask Python. */
+/* The user's name from the cache; 0: ask Python. The C side never calls NSS itself (getpwuid_r has no
+ * deadline, and slurmctld holds its job write lock here): Python looks the name up within its deadline
+ * (bridge.IDENTITY_DEADLINE_S) and hands it back in out->user, which sp_remember_user() keeps. */
 static int sp_user_name(uint32_t uid, char *name, size_t len)
 {
-    struct passwd pw, *found = NULL;
-    char buf[4096];
     uint64_t now = sp_now_ns();
-    int hit, rc;
+    int hit;
 
     pthread_mutex_lock(&sp_uid_lock);
     hit = sp_uids[uid % SP_UID_SLOTS].used && sp_uids[uid % SP_UID_SLOTS].uid == uid &&
@@ -335,23 +334,19 @@ static int sp_user_name(uint32_t uid, char *name, size_t len)
     if (hit)
         snprintf(name, len, "%s", sp_uids[uid % SP_UID_SLOTS].name);
     pthread_mutex_unlock(&sp_uid_lock);
-    if (hit)
-        return 1;
-    rc = getpwuid_r(uid, &pw, buf, sizeof(buf), &found);
-    if (rc == 0 && found && found->pw_name[0] && strlen(found->pw_name) < len &&
-        strlen(found->pw_name) < sizeof(sp_uids[0].name))
-        snprintf(name, len, "%s", found->pw_name);
-    else if (rc == 0 && !found)
-        snprintf(name, len, "%u", uid);
-    else
-        return 0;
+    return hit;
+}
+
+static void sp_remember_user(uint32_t uid, const char *name)
+{
+    if (!name[0] || strnlen(name, sizeof(sp_uids[0].name)) >= sizeof(sp_uids[0].name))
+        return;
     pthread_mutex_lock(&sp_uid_lock);
     sp_uids[uid % SP_UID_SLOTS].uid = uid;
     sp_uids[uid % SP_UID_SLOTS].used = 1;
-    sp_uids[uid % SP_UID_SLOTS].at_ns = now;
+    sp_uids[uid % SP_UID_SLOTS].at_ns = sp_now_ns();
     snprintf(sp_uids[uid % SP_UID_SLOTS].name, sizeof(sp_uids[0].name), "%s", name);
     pthread_mutex_unlock(&sp_uid_lock);
-    return 1;
 }
 
 /* 1: decided in C from the compiled policy (fresh for the file as it is now); 0: ask Python. */
@@ -596,6 +591,10 @@ static int sp_call(job_desc_msg_t *d, const slurmpod_req_t *r, char **err_msg)
     } else {
         memset(&out, 0, sizeof(out)); /* the fast path may have begun an answer it then left to Python */
         rc = slurmpod_py_decide(&req, &out) == SP_OK ? SLURM_SUCCESS : SLURM_ERROR;
+        if (rc == SLURM_SUCCESS) {
+            out.user[sizeof(out.user) - 1] = '\0';
+            sp_remember_user(uid, out.user);
+        }
     }
     if (rc != SLURM_SUCCESS) {
         __atomic_fetch_add(&sp_failures, 1, __ATOMIC_RELAXED);

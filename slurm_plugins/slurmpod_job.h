@@ -32,6 +32,7 @@ typedef struct {
     char partition[256], qos[256], tres_per_node[1024];
     char message[1024];
     char log[2048];
+    char user[64];      /* the caller's name as Python looked it up (within its deadline), for the C cache */
 } slurmpod_out_t;
 
 #define SP_VERDICT_ACCEPT 0

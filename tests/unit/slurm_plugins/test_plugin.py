@@ -117,7 +117,9 @@ def test_concurrent_calls_agree_and_are_timed(built: tuple[Path, Path], tmp_path
     out = _run(built, policy, "--threads", "8", "--repeat", "40", "preempt:8:2", stats_file=stats_file)
     assert "threads=8 repeat=40 mismatches=0" in out.stdout, out.stdout + out.stderr
     s = stats.read(stats_file)
-    assert (s.calls, s.fast, s.failures) == (8 * 40 + 1, 8 * 40 + 1, 0)  # the default policy is decided in C
+    # The default policy is decided in C, once the caller's name is in the C cache: Python looks it up
+    # (within its deadline) on a thread's first call that finds the cache cold, at most once per thread.
+    assert (s.calls, s.failures) == (8 * 40 + 1, 0) and s.calls - 8 <= s.fast < s.calls, s
     # every decision logged once, by the shim's writer thread or at fini(): none lost, none doubled
     assert out.stderr.count(" verdict=") == 8 * 40 + 1, out.stderr
     assert 0 < s.p50_us <= s.p99_us and json.loads(stats_file.read_text())["bucket_us"] == 1
@@ -159,7 +161,7 @@ def test_a_policy_swapped_in_takes_effect_on_the_next_call(built: tuple[Path, Pa
     assert (jobs["main:0:1"]["rc"], jobs["main:0:1"]["time_limit"]) == ("0", "7")
     assert jobs["main:0:2"]["err"] == "rejected by cluster policy: rule rules.py:rule failed: RuntimeError: boom"
     assert "every job is decided in Python: site rules run in Python for every job" in out.stderr
-    assert stats.read(stats_file).fast == 2
+    assert stats.read(stats_file).fast == 1  # the first call (the name not yet cached) and the ruled one: Python
 
 
 def test_unloaded_and_loaded_again_in_the_same_process(built: tuple[Path, Path], tmp_path: Path) -> None:
@@ -314,3 +316,18 @@ def test_a_modification_the_policy_cannot_read_the_job_for_is_refused(built: tup
     assert refused["rc"] == str(ESLURM_ACCESS_DENIED) and "could not be read" in refused["err"], refused
     # a hold or release names no field the policy reads: passed through without a lookup
     assert (jobs["modify:job_id=9"]["rc"], jobs["modify:job_id=9"]["copies"]) == ("0", "0")
+
+
+def test_the_c_side_never_asks_nss_itself(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """getpwuid_r has no deadline and slurmctld holds its job write lock in job_submit: the shim takes the
+    caller's name only from Python's answer (looked up within bridge.IDENTITY_DEADLINE_S), then caches it."""
+    plugin, _ = built
+    imports = subprocess.run(["nm", "-D", "--undefined-only", str(plugin)], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+    assert not [s for s in ("getpwuid", "getpwnam", "getgrouplist", "getgrgid") if s in imports], imports
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(default_policy_text(), encoding="utf-8")
+    stats_file = tmp_path / "stats.json"
+    out = _run(built, policy, "main", "main:0:1", "main:0:2", stats_file=stats_file)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (stats.read(stats_file).calls, stats.read(stats_file).fast) == (3, 2)  # cold once, then C
