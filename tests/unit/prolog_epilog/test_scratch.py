@@ -181,3 +181,21 @@ def test_a_job_dir_made_again_after_the_rename_is_the_next_epilogs(tmp_path: Pat
     assert _eventually(_trash_empty(base))
     assert (base / "job-4").is_dir()
     assert scratch.discard(str(base), "job-4") is not None
+
+
+def test_a_failing_removal_or_sweeper_never_fails_the_epilog(tmp_path: Path, base: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _files(base / "job-25", 3)
+
+    def broken(*_: object) -> int:
+        raise OSError(7, "no sweeper today")
+
+    monkeypatch.setattr(scratch, "start_sweeper", broken)
+    _epilog(tmp_path, base, "25")  # raises nothing
+    assert not (base / "job-25").exists()
+
+    def bug(*_: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(task_env, "remove_scratch", bug)
+    _epilog(tmp_path, base, "26")
