@@ -208,10 +208,9 @@ def _tidy_scratch(env: Mapping[str, str], *, job: bool, path: str = wk.TASK_ENV_
         moved = task_env.remove_scratch(settings, env.get(wk.ENV_SLURM_JOB_ID, "")) if job else None
         if settings.scratch_base is not None and scratch.pending(settings.scratch_base):
             scratch.start_sweeper(settings.scratch_base)
-    except FileNotFoundError:
-        return
-    except (OSError, BadInput) as exc:
-        print(f"slurmpod {'epilog' if job else 'healthcheck'}: scratch not removed: {exc}", file=sys.stderr)
+    except Exception as exc:  # whatever it is, never the hook's failure: a failed Epilog drains the node
+        if not (isinstance(exc, FileNotFoundError) and exc.filename == path):  # no file: no task environment
+            print(f"slurmpod {'epilog' if job else 'healthcheck'}: scratch: {exc}", file=sys.stderr)
         return
     if moved:
         log.info("scratch removed: path=%s trash=%s owner=%d", moved.path, moved.trashed, moved.owner)

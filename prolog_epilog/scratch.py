@@ -8,9 +8,10 @@ spent, a file still open) stays in the trash for the next Epilog or periodic run
 
 The base is world-writable (sticky), so nothing in it is trusted: rename(2) and unlink(2) act on the
 name, never on what a symlink names; the trash is a directory of root's own, mode 0700, so nothing in
-it can be swapped by a user once it is there; shutil.rmtree walks by file descriptor and never follows
-a link inside. Ref: https://man7.org/linux/man-pages/man2/rename.2.html
-Ref: https://docs.python.org/3/library/shutil.html#shutil.rmtree.avoids_symlink_attacks
+it can be swapped by a user once it is there; the sweeper walks by file descriptor (openat with
+O_NOFOLLOW, unlinkat), never follows a link inside, never enters another mount, and needs neither stack
+nor descriptors in proportion to the tree's depth. Ref: https://man7.org/linux/man-pages/man2/rename.2.html
+Ref: https://man7.org/linux/man-pages/man2/openat.2.html
 """
 
 from __future__ import annotations
@@ -111,38 +112,150 @@ def start_sweeper(base: str, budget_s: int = SWEEP_BUDGET_S) -> int:
     return proc.pid
 
 
-def _remove(trash: str, name: str) -> bool:
-    import shutil  # noqa: PLC0415 - the sweeper's own import
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+BATCH = 10_000  # subdirectories taken from one pass over a directory: the memory per level stays flat
 
-    path = f"{trash}/{name}"
+
+def _mount_id(fd: int) -> int | None:
+    """The mount a descriptor's file is on (``mnt_id`` in /proc/self/fdinfo); None where /proc cannot say.
+    Ref: https://man7.org/linux/man-pages/man5/proc_pid_fdinfo.5.html"""
     try:
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("mnt_id:")), None)
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(slots=True)
+class _Level:
+    name: str  # its name in the level above
+    ident: tuple[int, int]  # (st_dev, st_ino): what ".." must lead back to
+    todo: list[str]
+    stuck: set[str]  # what could not go: not retried in this pass
+
+
+def _scan(fd: int, level: _Level) -> bool:
+    """One pass over the directory at ``fd``: each entry that is no directory unlinked (the name, never
+    what a link names), up to BATCH subdirectories queued. Whether the pass found anything to do."""
+    took = False
+    with os.scandir(fd) as it:
+        for entry in it:
+            if entry.name in level.stuck:
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if not is_dir:
+                    os.unlink(entry.name, dir_fd=fd)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                level.stuck.add(entry.name)  # busy (a mount on it) or not ours to take
+                continue
+            took = True
+            if is_dir:
+                level.todo.append(entry.name)
+                if len(level.todo) >= BATCH:
+                    break
+    return took
+
+
+def _remove_dir(trash_fd: int, name: str) -> bool:
+    """Remove the directory ``name`` in the trash and all it holds. No recursion and one descriptor open
+    at a time, whatever the depth (a job can make a tree deeper than any stack or descriptor limit);
+    back up by "..", checked against the identity seen on the way down. Never into another mount (a
+    bind mount's files are not the job's): that entry stays, and so does all above it. False when
+    anything stays."""
+    home = (os.fstat(trash_fd).st_dev, _mount_id(trash_fd))
+    cur = os.open(name, _DIR, dir_fd=trash_fd)
+    try:
+        st = os.fstat(cur)
+        if (st.st_dev, _mount_id(cur)) != home:
+            return False
+        path = [_Level(name, (st.st_dev, st.st_ino), [], set())]
+        while path:
+            level = path[-1]
+            if not level.todo and _scan(cur, level):
+                continue  # look again before going up: a pass that removes may miss an entry
+            if level.todo:
+                sub = level.todo.pop()
+                try:
+                    down = os.open(sub, _DIR, dir_fd=cur)
+                except FileNotFoundError:
+                    continue
+                except OSError:
+                    level.stuck.add(sub)
+                    continue
+                st = os.fstat(down)
+                if (st.st_dev, _mount_id(down)) != home:
+                    os.close(down)
+                    level.stuck.add(sub)
+                    continue
+                os.close(cur)
+                cur = down
+                path.append(_Level(sub, (st.st_dev, st.st_ino), [], set()))
+                continue
+            done = path.pop()
+            if not path:
+                break
+            up = os.open("..", _DIR, dir_fd=cur)
+            os.close(cur)
+            cur = up
+            st = os.fstat(cur)
+            if (st.st_dev, st.st_ino) != path[-1].ident:
+                return False  # moved while we were below (a process of the job still in it): the next pass
+            try:
+                os.rmdir(done.name, dir_fd=cur)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                path[-1].stuck.add(done.name)
+    finally:
+        os.close(cur)
+    try:
+        os.rmdir(name, dir_fd=trash_fd)
     except FileNotFoundError:
         pass
     except OSError:
-        return False  # a file still open or a mount inside: the next sweeper tries again
+        return False
+    return True
+
+
+def _remove(trash_fd: int, name: str) -> bool:
+    try:
+        if stat.S_ISDIR(os.lstat(name, dir_fd=trash_fd).st_mode):
+            return _remove_dir(trash_fd, name)
+        os.unlink(name, dir_fd=trash_fd)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False  # a file still open, a mount inside, a tree moved under us: the next sweeper tries again
     return True
 
 
 def sweep(trash: str) -> int:
-    """Empty the trash; returns the entries left. One sweeper at a time (the others wait their turn,
-    then find little): an entry trashed while a pass runs is taken by the next pass."""
+    """Empty the trash; returns the entries left (-1: the trash is not root's own). One sweeper at a
+    time, and none waits for another: one that finds the trash locked leaves what it came for to the
+    holder, which looks again after it lets go. So a burst of Epilogs during a long pass leaves no
+    queue of sleeping sweepers."""
     import fcntl  # noqa: PLC0415 - the sweeper's own import
 
-    fd = os.open(trash, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = os.open(trash, _DIR)
     try:
         if not _ours(os.fstat(fd)):
             return -1
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        left: list[str] = []
+        left: set[str] = set()
         while True:
-            names = sorted(set(os.listdir(fd)) - set(left))
-            if not names:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return 0  # the holder takes it
+            try:
+                while names := sorted(set(os.listdir(fd)) - left):
+                    left.update(n for n in names if not _remove(fd, n))
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            if not set(os.listdir(fd)) - left:
                 return len(left)
-            left += [n for n in names if not _remove(trash, n)]
     finally:
         os.close(fd)
 

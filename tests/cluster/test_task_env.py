@@ -3,10 +3,14 @@ gives the job a private scratch dir, which slurmpod's epilog removes when the jo
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
-from clusterkit import Session, wait_for
+from clusterkit import Session, job, node, scontrol_json, usable, wait_for
 
 from slurmpod import well_known as wk
 
@@ -37,3 +41,105 @@ def test_a_job_sees_the_task_environment_and_its_scratch_goes_with_it(session: S
         return True if not left else None
 
     wait_for(f"the epilog to remove {scratch} on every worker", gone, GONE_TIMEOUT_S)
+
+
+# --- A job that leaves 1,000,000 files (docs/task-environment.md, "What happens to scratch after the job") ---
+
+T = TypeVar("T")
+DIRS, FILES_PER_DIR = 1000, 1000
+# The job makes DIRS dirs of FILES_PER_DIR empty files in its scratch dir and says how long it took.
+MILLION = (f"import os,time\nt=time.monotonic()\ns=os.environ['{wk.TASK_ENV_SCRATCH}']\n"
+           f"for d in range({DIRS}):\n p=f'{{s}}/{{d}}';os.mkdir(p);fd=os.open(p,os.O_RDONLY)\n"
+           f" for i in range({FILES_PER_DIR}):os.close(os.open(str(i),os.O_CREAT|os.O_WRONLY,0o600,dir_fd=fd))\n"
+           " os.close(fd)\n"
+           f"print(f'made {DIRS * FILES_PER_DIR} files in {{time.monotonic()-t:.1f}}s')")
+# 1M empty files are 1M inodes on the worker's /tmp: the container's writable layer (overlayfs on the Docker
+# host's disk; no emptyDir there). On the CI host's ext4, beside a running CI job, this script made them in
+# 89 s; JOB_LIMIT_MIN leaves six times that.
+INODES_NEEDED = 2 * DIRS * FILES_PER_DIR  # and as many left over for the node
+JOB_LIMIT_MIN = 10
+# The Epilog's bound, job end (1 s resolution) to its metrics stamp: one rename and a process start, plus
+# its health checks; a removal in the Epilog itself would take tens of seconds here.
+EPILOG_BOUND_S = 10.0
+# The sweeper removed those 1M in 41 s (24,000 files/s) there; 400 s allows ten times slower (nice 19 on a
+# loaded host), far inside its own 30-minute budget.
+SWEEP_WORST_S = 400.0
+IDLE_BOUND_S = 60.0
+
+
+def _config_value(session: Session, name: str) -> str:
+    out = session.root_in(session.cluster.controller, "scontrol", "show", "config").stdout
+    found = re.search(rf"^{name}\s*=\s*(\S+)", out, re.MULTILINE)
+    assert found, out
+    return found.group(1)
+
+
+def _end_time(session: Session, job_id: str) -> int:
+    end = json.loads(scontrol_json(session, "job", job_id))["jobs"][0]["end_time"]
+    return int(end["number"] if isinstance(end, dict) else end)
+
+
+def _epilog_stamp(session: Session, worker: str) -> float:
+    out = session.root_in(worker, "cat", f"{wk.HEALTH_METRICS_DIR}/slurmpod_health_epilog.prom").stdout
+    found = re.search(r'^slurmpod_health_last_run_timestamp_seconds\{context="epilog"\} (\S+)$', out, re.MULTILINE)
+    assert found, out
+    return float(found.group(1))
+
+
+def test_a_job_leaving_a_million_files_never_drains_its_node(session: Session) -> None:
+    """The Epilog takes the scratch dir away in one rename and the sweeper empties the trash after it:
+    the job completes, the Epilog ends far inside PrologEpilogTimeout, the node is never drained or down
+    (watched from submission until the trash is empty), and the next job on the node runs."""
+    worker = session.cluster.workers[0]
+    base, trash = wk.DEFAULT_SCRATCH_BASE, f"{wk.DEFAULT_SCRATCH_BASE}/.trash"
+    free = session.root_in(worker, "df", "--output=iavail", base)
+    assert free.code == 0 and int(free.stdout.split()[-1]) >= INODES_NEEDED, f"inodes on {worker}:{base}: {free}"
+    timeout_s = int(_config_value(session, "PrologEpilogTimeout"))
+    before = node(session, worker)
+    assert before is not None and before.usable and not before.held, before
+    reason = before.reason
+    out = f"/home/{wk.DEMO_USER}/.slurmpod-million-%j.out"
+    job_id = ""
+
+    def watched(what: str, until: Callable[[], T | None], bound: float) -> tuple[T, float]:
+        def step() -> T | None:
+            n = node(session, worker)
+            assert n is not None and not n.held and n.reason == reason, f"{worker} while {what}: {n}"
+            return until()
+        return wait_for(what, step, bound)
+
+    try:
+        sub = session.as_researcher("sbatch", "--parsable", "-w", worker, "-t", str(JOB_LIMIT_MIN), "-o", out,
+                                    "--wrap", f"python3 -c {shlex.quote(MILLION)}")
+        assert sub.code == 0, sub.stderr
+        job_id = sub.stdout.strip().split(";")[0]
+
+        def final() -> str | None:
+            state = job(session, job_id).state  # COMPLETING while the Epilog runs
+            return state if state not in {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING"} else None
+
+        state, ran = watched(f"job {job_id} to end", final, JOB_LIMIT_MIN * 60 + 60)
+        made = session.root_in(session.cluster.login, "cat", out.replace("%j", job_id)).stdout.strip()
+        print(f"job {job_id}: {state} after {ran:.1f}s (limit {JOB_LIMIT_MIN} min); {made}")
+        assert state == "COMPLETED", made
+        assert session.root_in(worker, "test", "-e", f"{base}/job-{job_id}").code != 0, "scratch dir still there"
+        epilog_s = _epilog_stamp(session, worker) - _end_time(session, job_id)
+        print(f"epilog: {epilog_s:.1f}s from job end to its metrics stamp (bound {EPILOG_BOUND_S:.0f}s; "
+              f"PrologEpilogTimeout={timeout_s}s)")
+        assert -1.0 < epilog_s < min(EPILOG_BOUND_S, timeout_s), epilog_s
+        _, idle = watched(f"{worker} back to IDLE", lambda: usable(session, worker), IDLE_BOUND_S)
+
+        def trash_empty() -> bool | None:
+            left = session.root_in(worker, "sh", "-c", f"ls -A {trash} | head -n 1")
+            return True if left.code == 0 and not left.stdout.strip() else None
+
+        _, swept = watched(f"the sweeper to empty {trash}", trash_empty, SWEEP_WORST_S)
+        print(f"{worker}: IDLE {idle:.1f}s after the job ended (bound {IDLE_BOUND_S:.0f}s); trash empty "
+              f"{idle + swept:.1f}s after (bound {SWEEP_WORST_S:.0f}s)")
+        after = session.as_researcher("srun", "-w", worker, "-t", "1", "true", timeout=120)
+        assert after.code == 0, after.stdout + after.stderr
+    finally:
+        if job_id:
+            session.root_in(session.cluster.controller, "scancel", job_id)
+            session.root_in(worker, "rm", "-rf", f"{base}/job-{job_id}", timeout=300)
+            session.root_in(session.cluster.login, "rm", "-f", out.replace("%j", job_id))

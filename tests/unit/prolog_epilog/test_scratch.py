@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -181,3 +183,156 @@ def test_a_job_dir_made_again_after_the_rename_is_the_next_epilogs(tmp_path: Pat
     assert _eventually(_trash_empty(base))
     assert (base / "job-4").is_dir()
     assert scratch.discard(str(base), "job-4") is not None
+
+
+# --- What a job (or a process of it that outlived it) can do to its scratch dir, without privileges ---
+
+@pytest.fixture
+def keep(base: Path) -> Iterator[Path]:
+    """Files outside the scratch base, on its filesystem (a hard link can name them): no removal may
+    touch them."""
+    path = base.with_name(f"{base.name}-keep")
+    path.mkdir()
+    (path / "precious").write_text("x")
+    (path / "sub").mkdir()
+    (path / "sub" / "also").write_text("y")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _intact(keep: Path) -> bool:
+    return (keep / "precious").read_text() == "x" and (keep / "sub" / "also").read_text() == "y"
+
+
+def _sweeper(base: Path) -> str:
+    """The sweeper as start_sweeper runs it, as a shell command."""
+    return f"exec {sys.executable} -P -m {scratch.__name__} {base / scratch.TRASH} 60"
+
+
+def _sh(script: str, *before: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*before, "sh", "-c", script], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_tree_deeper_than_any_stack_or_descriptor_limit_is_swept(tmp_path: Path, base: Path) -> None:
+    """3,000 levels: past Python's recursion limit (a recursive removal dies there, and so would every
+    sweeper after it, leaving the trash to grow) and past the sweeper's 64 descriptors."""
+    (base / "job-20").mkdir()
+    fd = os.open(base / "job-20", os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(3000):
+        os.mkdir("d", dir_fd=fd)
+        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+        down = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = down
+    os.close(fd)
+    _files(base / "job-21", 3)  # after job-20 in the sweeper's order
+    scratch.discard(str(base), "job-20")
+    scratch.discard(str(base), "job-21")
+    done = _sh(f"ulimit -n 64; {_sweeper(base)}")
+    assert done.returncode == 0, done.stderr
+    assert not scratch.pending(str(base))
+
+
+def test_modes_fifos_and_links_a_job_left_do_not_stop_the_sweep(tmp_path: Path, base: Path, keep: Path) -> None:
+    """Dirs the job made mode 000 or read-only, a FIFO (never opened, so nothing blocks), and a symlink and
+    a hard link to files outside: the names go, what they name stays."""
+    if os.geteuid() != 0:
+        pytest.skip("root's CAP_DAC_OVERRIDE is what reads a mode-000 dir (the worker keeps it: deploy/)")
+    job = base / "job-22"
+    _files(job, 3)
+    for name, mode in (("closed", 0o000), ("readonly", 0o500)):
+        _files(job / name, 5)
+        os.chmod(job / name, mode)
+    os.mkfifo(job / "fifo")
+    (job / "link").symlink_to(keep)
+    os.link(keep / "precious", job / "hard")
+    os.chmod(job, 0o000)
+    _epilog(tmp_path, base, "22")
+    assert not job.exists()
+    assert _eventually(_trash_empty(base))
+    assert _intact(keep)
+
+
+@pytest.mark.parametrize("swap", ["moved-away", "link-instead", "hard-link-instead", "fifo-instead"])
+def test_a_dir_swapped_while_the_epilog_runs_fails_nothing_and_touches_nothing_outside(
+        tmp_path: Path, base: Path, keep: Path, *, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], swap: str) -> None:
+    """Between the Epilog's look at the job's path and its rename, the job's user renames the dir away
+    and puts something else there (or nothing): the Epilog moves whatever the name holds, or reports on
+    stderr and goes on; the user's dir stays where the user put it, and nothing outside is touched."""
+    job = base / "job-23"
+    _files(job, 3)
+    real = scratch.trash_dir
+
+    def user_swaps_first(b: str) -> str:  # what runs between discard's lstat and its rename
+        job.rename(base / "mine")
+        if swap == "link-instead":
+            job.symlink_to(keep)
+        elif swap == "hard-link-instead":
+            os.link(keep / "precious", job)
+        elif swap == "fifo-instead":
+            os.mkfifo(job)
+        return real(b)
+
+    monkeypatch.setattr(scratch, "trash_dir", user_swaps_first)
+    _epilog(tmp_path, base, "23")
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert ("scratch: " in err) == (swap == "moved-away"), err
+    assert not os.path.lexists(job)
+    assert _eventually(_trash_empty(base))
+    assert sorted(os.listdir(base / "mine")) == ["0", "1", "2"]
+    assert _intact(keep)
+
+
+def test_a_bind_mount_inside_the_scratch_dir_is_never_entered(tmp_path: Path, base: Path, keep: Path) -> None:
+    """A mount under the dir (only root can make one) moves with the rename; the sweeper never goes into
+    it, so the mount's files stay, and so does the trashed dir until the mount is gone."""
+    if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"], capture_output=True, check=False).returncode:
+        pytest.skip("needs a mount namespace of its own (root with CAP_SYS_ADMIN)")
+    job = base / "job-24"
+    _files(job, 3)
+    (job / "data").mkdir()
+    discard = f"{sys.executable} -P -c 'from {scratch.__name__} import discard; discard(\"{base}\", \"job-24\")'"
+    ns = _sh(f"mount --bind {keep} {job}/data && {discard} && {_sweeper(base)}", "unshare", "-m")
+    assert ns.returncode == 1, ns.stderr  # one entry left: the one holding the mount
+    assert _intact(keep)
+    assert not job.exists() and scratch.pending(str(base))
+    assert scratch.sweep(str(base / scratch.TRASH)) == 0  # the namespace, and its mount, are gone
+    assert _intact(keep)
+
+
+def test_a_failing_removal_or_sweeper_never_fails_the_epilog(tmp_path: Path, base: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    _files(base / "job-25", 3)
+
+    def broken(*_: object) -> int:
+        raise OSError(7, "no sweeper today")
+
+    monkeypatch.setattr(scratch, "start_sweeper", broken)
+    _epilog(tmp_path, base, "25")  # raises nothing
+    assert not (base / "job-25").exists()
+
+    def bug(*_: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(task_env, "remove_scratch", bug)
+    _epilog(tmp_path, base, "26")
+
+
+def test_a_sweeper_that_finds_the_trash_locked_leaves_at_once(base: Path) -> None:
+    """A burst of Epilogs during a long pass leaves no queue of sleeping sweepers: the holder takes what
+    they came for."""
+    import fcntl
+
+    _files(base / "job-27", 3)
+    scratch.discard(str(base), "job-27")
+    fd = os.open(base / scratch.TRASH, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        start = time.monotonic()
+        assert scratch.sweep(str(base / scratch.TRASH)) == 0
+        assert time.monotonic() - start < 1.0 and scratch.pending(str(base))
+    finally:
+        os.close(fd)
+    assert scratch.sweep(str(base / scratch.TRASH)) == 0 and not scratch.pending(str(base))
