@@ -16,6 +16,7 @@ from slurmpod import well_known as wk
 from slurmpod.commands import Result
 from slurmpod.entrypoints import accounting, accounting_setup, cluster_spec, render, start
 from slurmpod.errors import BadInput
+from slurmpod.slurm_plugins import bridge
 
 ACCOUNTING = """
 accounting:
@@ -24,6 +25,15 @@ accounting:
     - {name: low, priority: 10, preemptMode: REQUEUE}
     - {name: high, priority: 1000, preempt: [low]}
 restapi: {enabled: true}
+"""
+ACCOUNTS = """
+accounting:
+  enabled: true
+  qos:
+    - {name: low, priority: 10}
+  accounts:
+    - {name: research, users: [researcher, ada], qos: [normal, low], defaultQos: normal}
+    - {name: inference, parent: research, users: [researcher]}
 """
 PASSWORD = "Zm9vYmFyYmF6cXV4cXV1eA-_.~+/"
 
@@ -60,6 +70,56 @@ def test_bad_spec_keys_are_named(extra: str, field: str, value: str) -> None:
     with pytest.raises(BadInput) as exc:
         _spec(extra)
     assert any(p.field == field and str(p.value) == value for p in exc.value.problems), exc.value.problems
+
+
+def test_account_keys_parse() -> None:
+    research, inference = _spec(ACCOUNTS).accounting.accounts
+    assert research == cluster_spec.AccountSpec("research", ("researcher", "ada"), "root", ("normal", "low"), "normal")
+    assert inference == cluster_spec.AccountSpec("inference", ("researcher",), "research", (), None)
+    assert _spec("").accounting.accounts == ()
+
+
+def _accounts(*items: str) -> str:
+    return "accounting:\n  enabled: true\n  qos: [{name: low}]\n  accounts:\n" + "".join(f"    - {i}\n" for i in items)
+
+
+@pytest.mark.parametrize(("extra", "field", "value"), [
+    (_accounts("{name: 'ml ops'}"), "accounting.accounts[0].name", "ml ops"),
+    (_accounts("{name: ML}"), "accounting.accounts[0].name", "ML"),
+    (_accounts("{name: 'a=b'}"), "accounting.accounts[0].name", "a=b"),
+    (_accounts('{name: "ml\\nAccountingStorageEnforce=nojobs"}'), "accounting.accounts[0].name",
+     "ml\nAccountingStorageEnforce=nojobs"),
+    (_accounts("{name: root}"), "accounting.accounts[0].name", "root"),
+    (_accounts("{name: ml, users: ['alice,bob']}"), "accounting.accounts[0].users[0]", "alice,bob"),
+    (_accounts("{name: ml, users: ['\"eve\"']}"), "accounting.accounts[0].users[0]", '"eve"'),
+    (_accounts("{name: ml, users: ['-i']}"), "accounting.accounts[0].users[0]", "-i"),
+    (_accounts("{name: ml, users: [ada, ada]}"), "accounting.accounts[0].users", "ada"),
+    (_accounts("{name: ml, users: ada}"), "accounting.accounts[0].users", "ada"),
+    (_accounts("{name: ml, qos: [urgent]}"), "accounting.accounts[0].qos[0]", "urgent"),
+    (_accounts("{name: ml, qos: [low], defaultQos: normal}"), "accounting.accounts[0].defaultQos", "normal"),
+    (_accounts("{name: ml, defaultQos: low}"), "accounting.accounts[0].defaultQos", "low"),
+    (_accounts("{name: ml, parent: ops}", "{name: ops}"), "accounting.accounts[0].parent", "ops"),
+    (_accounts("{name: ml, parent: ml}"), "accounting.accounts[0].parent", "ml"),
+    (_accounts("{name: ml}", "{name: ml}"), "accounting.accounts", "ml"),
+    (_accounts("{name: ml, limits: {}}"), "accounting.accounts[0].limits", "{}"),
+    ("accounting: {accounts: [{name: ml}]}\n", "accounting.accounts", "ml"),
+], ids=["space", "upper", "assign", "newline", "root", "comma", "quotes", "option", "user-twice", "users-not-list",
+        "unknown-qos", "default-not-listed", "default-without-qos", "parent-after", "parent-self", "twice",
+        "unknown-key", "not-enabled"])
+def test_bad_account_keys_are_named(extra: str, field: str, value: str) -> None:
+    with pytest.raises(BadInput) as exc:
+        _spec(extra)
+    assert any(p.field == field and str(p.value) == value for p in exc.value.problems), exc.value.problems
+
+
+def test_accounting_enforces_associations_and_the_policy_plugin_sees_it() -> None:
+    """The plugin reads slurmctld's slurm.conf: accounting on, a policy may open a tier by account."""
+    on = render.slurm_conf(_spec(), podkit.CONTROLLER, "slurmpod-accounting-0")
+    assert "AccountingStorageEnforce=associations,limits,qos" in on.splitlines()
+    assert bridge.accounts_enforced_in(on) is True
+    off = render.slurm_conf(_spec(""), podkit.CONTROLLER)
+    assert "AccountingStorageEnforce" not in off
+    assert bridge.accounts_enforced_in(off) is False
 
 
 def test_slurm_conf_with_accounting_and_jwt() -> None:
@@ -211,3 +271,4 @@ def test_setup_registers_the_cluster_and_qos_once_slurmdbd_answers() -> None:
     ]
     again = accounting_setup.Setup(db, NoSleep()).apply(_spec())  # a restarted controller: nothing added
     assert again == ["set qos low", "set qos high"]
+
