@@ -1,10 +1,14 @@
-"""`slurmpod daemon accounting-setup` (controller): the cluster and the spec's QoS in slurmdbd.
+"""`slurmpod daemon accounting-setup` (controller): the cluster, the spec's QoS and its accounts in slurmdbd.
 
 Runs once per controller start, beside slurmctld, and is idempotent: it registers the cluster when
 slurmdbd does not list it, adds each QoS of cluster.yaml's `accounting.qos` it lacks, then sets every
 such QoS's priority, preempt list and preempt mode (a changed spec takes effect on the next start).
-`sacctmgr -i` answers no questions. It waits for slurmdbd as long as it takes; supervisord restarts it
-if it fails. Ref: https://slurm.schedmd.com/sacctmgr.html, https://slurm.schedmd.com/qos.html
+Then, QoS first because an association's QoS list may name them, it adds each account of
+`accounting.accounts` this cluster lacks (parents first, as the spec lists them) and each user's
+association with it, and sets the QoS of the associations that were there already. Nothing is ever
+removed. `sacctmgr -i` answers no questions. It waits for slurmdbd as long as it takes; supervisord
+restarts it if it fails. Ref: https://slurm.schedmd.com/sacctmgr.html, https://slurm.schedmd.com/qos.html,
+https://slurm.schedmd.com/accounting.html
 """
 
 from __future__ import annotations
@@ -41,6 +45,42 @@ def modify_argv(q: cluster_spec.QosSpec) -> tuple[str, ...]:
     if q.preempt_mode is not None:
         sets.append(f"preemptmode={q.preempt_mode.lower()}")
     return (SACCTMGR, "-i", "modify", "qos", "where", f"name={q.name}", "set", *sets)
+
+
+def associations(text: str) -> set[tuple[str, str]]:
+    """`sacctmgr -n -P show associations ... format=account,user` output -> (account, user) pairs, lower
+    case; the user is '' for an account's own association."""
+    pairs = set()
+    for line in text.splitlines():
+        account, _, user = line.strip().partition("|")
+        if account:
+            pairs.add((account.lower(), user.strip().lower()))
+    return pairs
+
+
+def add_account_argv(cluster: str, a: cluster_spec.AccountSpec) -> tuple[str, ...]:
+    """`sacctmgr -i add account A cluster=C [parent=P]` (no parent: under root)."""
+    parent = () if a.parent == cluster_spec.ROOT_ACCOUNT else (f"parent={a.parent}",)
+    return (SACCTMGR, "-i", "add", "account", a.name, f"cluster={cluster}", *parent)
+
+
+def _qos_sets(a: cluster_spec.AccountSpec) -> tuple[str, ...]:
+    sets = (f"qos={','.join(a.qos)}",) if a.qos else ()
+    return sets + ((f"defaultqos={a.default_qos}",) if a.default_qos else ())
+
+
+def add_user_argv(cluster: str, a: cluster_spec.AccountSpec, user: str) -> tuple[str, ...]:
+    """`sacctmgr -i add user U account=A cluster=C [qos=...] [defaultqos=Q]`: the user's association."""
+    return (SACCTMGR, "-i", "add", "user", user, f"account={a.name}", f"cluster={cluster}", *_qos_sets(a))
+
+
+def modify_user_argv(cluster: str, a: cluster_spec.AccountSpec, user: str) -> tuple[str, ...] | None:
+    """`sacctmgr -i modify user where ... set qos=... defaultqos=Q`, or None when the spec sets no QoS."""
+    sets = _qos_sets(a)
+    if not sets:
+        return None
+    return (SACCTMGR, "-i", "modify", "user", "where", f"name={user}", f"account={a.name}", f"cluster={cluster}",
+            "set", *sets)
 
 
 def _nothing_changed(result: Result) -> bool:
@@ -91,6 +131,26 @@ class Setup:
         for q in spec.accounting.qos:  # after every add: a preempt list names the others
             self._must(modify_argv(q))
             done.append(f"set qos {q.name}")
+        if spec.accounting.accounts:
+            done += self._accounts(spec.cluster_name, spec.accounting.accounts)
+        return done
+
+    def _accounts(self, cluster: str, accounts: Sequence[cluster_spec.AccountSpec]) -> list[str]:
+        done: list[str] = []
+        have = associations(self._must((SACCTMGR, "-n", "-P", "show", "associations", "where", f"cluster={cluster}",
+                                        "format=account,user")).stdout)
+        for a in accounts:  # the spec lists a parent before its children
+            if (a.name, "") not in have:
+                self._must(add_account_argv(cluster, a))
+                done.append(f"added account {a.name}")
+        for a in accounts:
+            for user in a.users:
+                if (a.name, user) not in have:
+                    self._must(add_user_argv(cluster, a, user))
+                    done.append(f"added user {user} to account {a.name}")
+                elif (argv := modify_user_argv(cluster, a, user)) is not None:
+                    self._must(argv)
+                    done.append(f"set user {user} in account {a.name}")
         return done
 
 

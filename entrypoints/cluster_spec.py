@@ -163,11 +163,35 @@ class QosSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class AccountSpec:
+    """One account and its users' associations, made in slurmdbd at start (`sacctmgr -i`), idempotently.
+
+    With AccountingStorageEnforce=associations a user may run jobs only under an account they have an
+    association with. Ref: https://slurm.schedmd.com/accounting.html,
+    https://slurm.schedmd.com/slurm.conf.html#OPT_AccountingStorageEnforce
+    """
+
+    name: str
+    users: tuple[str, ...] = ()
+    parent: str = "root"  # Slurm's own top account, which every cluster has
+    qos: tuple[str, ...] = ()  # empty: the users' associations inherit the parent's QoS (root's: normal)
+    default_qos: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AccountingSpec:
     """slurmdbd accounting (cluster.yaml `accounting`); the chart sets `enabled` from values."""
 
     enabled: bool = False
     qos: tuple[QosSpec, ...] = ()
+    accounts: tuple[AccountSpec, ...] = ()
+
+    @property
+    def enforce(self) -> tuple[str, ...]:
+        """AccountingStorageEnforce: with accounting on, a job needs an association, its QoS must be one
+        the association allows, and association and QoS limits hold.
+        Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AccountingStorageEnforce"""
+        return ("associations", "limits", "qos") if self.enabled else ()
 
     @property
     def preempt_qos(self) -> bool:
@@ -237,10 +261,13 @@ PROVIDERS = ("auto", *(p.value for p in Provider))
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
 _HOOK_KEYS = {"prolog", "epilog", "prologFlags", "healthCheckProgram", "healthCheckInterval",
               "healthCheckNodeState", "prologEpilogTimeout", "taskProlog"}
-_ACCOUNTING_KEYS = {"enabled", "qos"}
+_ACCOUNTING_KEYS = {"enabled", "qos", "accounts"}
 _QOS_KEYS = {"name", "priority", "preempt", "preemptMode"}
+_ACCOUNT_KEYS = {"name", "users", "parent", "qos", "defaultQos"}
 # Every Slurm database has this QoS from its start. Ref: https://slurm.schedmd.com/qos.html
 DEFAULT_QOS = "normal"
+# Every cluster's account tree starts at this account. Ref: https://slurm.schedmd.com/accounting.html
+ROOT_ACCOUNT = "root"
 
 
 def _max_time(field: str, value: object) -> str:
@@ -360,7 +387,60 @@ def _accounting(doc: Section) -> AccountingSpec:
                 p.check(other != spec_q.name, where, str(other), "a QoS cannot preempt itself")
     if qos and not enabled:
         p.add(doc.where("qos"), ",".join(q.name for q in qos), "needs accounting.enabled: true")
-    return AccountingSpec(enabled=bool(enabled), qos=tuple(qos))
+    accounts = _accounts(doc, known)
+    if accounts and not enabled:
+        p.add(doc.where("accounts"), ",".join(a.name for a in accounts), "needs accounting.enabled: true")
+    return AccountingSpec(enabled=bool(enabled), qos=tuple(qos), accounts=accounts)
+
+
+def _db_names(doc: Section, key: str) -> tuple[str, ...] | None:
+    """A list of account, user or QoS names (each a lower-case Slurm name), every one once."""
+    raw = doc.listed(key, [], "must be a list of names")
+    if raw is None:
+        return None
+    items = [doc.problems.field(join(doc.where(key), i), item, _db_name) for i, item in enumerate(raw)]
+    doc.problems.unique(doc.where(key), [n for n in items if n is not None])
+    return None if any(n is None for n in items) else tuple(n for n in items if n is not None)
+
+
+def _db_name(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise BadInput.one(field, str(value), "must be a string")
+    return confvalues.db_name(field, value)
+
+
+def _accounts(doc: Section, known_qos: set[str]) -> tuple[AccountSpec, ...]:
+    """`accounting.accounts`: each account's parent is root or an account listed before it (so slurmdbd
+    gets parents first, and there is no cycle); its QoS are the spec's or normal."""
+    p = doc.problems
+    accounts: list[AccountSpec] = []
+    listed: list[str] = []
+    known = {k.lower() for k in known_qos}  # slurmdbd keeps QoS names in lower case
+    for a in doc.sections("accounts", [], _ACCOUNT_KEYS):
+        name = a.get("name", "", _db_name)
+        if name == ROOT_ACCOUNT:
+            p.add(a.where("name"), name, "Slurm's own top account; name the accounts under it")
+            name = None
+        parent = a.get("parent", ROOT_ACCOUNT, _db_name)
+        if parent is not None and parent != ROOT_ACCOUNT and parent not in listed:
+            p.add(a.where("parent"), parent, "no such account listed before this one (or root)")
+            parent = None
+        users = _db_names(a, "users")
+        qos = _db_names(a, "qos")
+        for i, q in enumerate(qos or ()):
+            p.check(q in known, join(a.where("qos"), i), q, "no such QoS in accounting.qos (or normal)")
+        default_qos = None if a.raw("defaultQos") is None else a.get("defaultQos", "", _db_name)
+        if default_qos is not None and qos is not None and default_qos not in qos:
+            # A default QoS must be one the association may use. Ref: https://slurm.schedmd.com/sacctmgr.html
+            p.add(a.where("defaultQos"), default_qos, "must be one of this account's qos")
+        spec = build(AccountSpec, optional={"default_qos"}, name=name, users=users, parent=parent, qos=qos,
+                     default_qos=default_qos)
+        if spec is not None:
+            accounts.append(spec)
+        if name is not None:
+            listed.append(name)
+    p.unique(doc.where("accounts"), listed)
+    return tuple(accounts)
 
 
 def _int(low: int, high: int) -> Callable[[str, Any], int]:

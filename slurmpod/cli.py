@@ -197,7 +197,8 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     option(tsync, t, "--interval", env="SLURMPOD_TOPOLOGY_SYNC_INTERVAL", type=float, default=None,
          help="seconds between passes (default: the cluster spec's topology.syncIntervalSeconds)")
     tsync.set_defaults(handler=lazy("slurmpod.entrypoints.topology_sync"))
-    acct = dsub.add_parser("accounting-setup", help="register the cluster and the spec's QoS in slurmdbd (controller)")
+    acct = dsub.add_parser("accounting-setup",
+                           help="register the cluster and the spec's QoS, accounts and users in slurmdbd (controller)")
     acct.set_defaults(handler=lazy("slurmpod.entrypoints.accounting_setup"))
 
 

@@ -22,6 +22,9 @@ _FEATURE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 # Generic safe token for other values (paths, plugin names, partition names).
 _TOKEN = re.compile(r"^[A-Za-z0-9_@%+/.:,-]{1,255}$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+# Accounts and users as slurmdbd stores them: lower case (sacctmgr lowercases what it is given).
+# Ref: https://slurm.schedmd.com/sacctmgr.html
+_DB_NAME = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,63}$")
 # Absolute paths slurmpod writes into config files (supervisord expands '%', so it is not allowed).
 _PATH = re.compile(r"^/[A-Za-z0-9_./-]{0,4095}$")
 
@@ -50,6 +53,11 @@ def feature(field: str, value: str) -> str:
 def name(field: str, value: str) -> str:
     """A Slurm object name: partition, nodeset, cluster."""
     return _check(_NAME, field, value, "name (letters, digits, _ . -)")
+
+
+def db_name(field: str, value: str) -> str:
+    """A Slurm account or user name for sacctmgr: a ``name`` in lower case."""
+    return _check(_DB_NAME, field, value, "account or user name (lower-case letters, digits, _ . -)")
 
 
 def path(field: str, value: str) -> str:

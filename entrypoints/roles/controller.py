@@ -55,7 +55,7 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
         ),
     ]
     if spec.accounting.enabled:
-        # Registers the cluster and makes the spec's QoS in slurmdbd, once it answers.
+        # Registers the cluster and makes the spec's QoS, accounts and users in slurmdbd, once it answers.
         progs.append(programs.slurmpod_task("accounting-setup", ["daemon", "accounting-setup"],
                                             restart="unexpected"))
     if spec.topology_plugin != "none":

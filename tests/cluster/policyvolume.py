@@ -18,9 +18,10 @@ _STAMPS = itertools.count(1)
 class PolicyVolume:
     """The controller's mounted `policy` ConfigMap, updated in kubelet's atomic-writer way."""
 
-    def __init__(self, session: Session) -> None:
-        self.base = Path(session.env[host_wk.ENV_STATE_DIR]) / NAME / "pods" / session.cluster.controller / "volumes" \
-            / POLICY_VOLUME
+    def __init__(self, session: Session, cluster: str = NAME) -> None:
+        """``cluster``: the emulated cluster's name (the session's own by default)."""
+        self.base = Path(session.env[host_wk.ENV_STATE_DIR]) / cluster / "pods" / session.cluster.controller \
+            / "volumes" / POLICY_VOLUME
         assert (self.base / "..data").is_symlink(), f"no `{POLICY_VOLUME}` volume on the controller: {self.base}"
         self.original = os.readlink(self.base / "..data")
 

@@ -2,8 +2,11 @@
 
 This module runs its own cluster (`spacct`, one worker) from deploy/kubernetes/accounting, the chart's
 render with `accounting.enabled` and `restapi.enabled`: a db pod (MariaDB on its own volume), slurmdbd,
-the controller wired to it (the chart's QoS `low` and `urgent`, urgent preempting low by preempt/qos), and
-slurmrestd. It is removed at the end, also when a test fails.
+the controller wired to it (the chart's QoS `low` and `urgent`, urgent preempting low by preempt/qos, and
+its accounts `research` and `inference`, enforced: AccountingStorageEnforce=associations,limits,qos), and
+slurmrestd. It is removed at the end, also when a test fails. The fixture waits until slurmctld takes
+jobs under every association the chart names, since the controller's accounting-setup makes them after
+cluster up returns.
 Ref: https://slurm.schedmd.com/accounting.html, https://slurm.schedmd.com/preempt.html,
 https://slurm.schedmd.com/rest.html
 """
@@ -17,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from clusterkit import Session, job, lift_requeue_hold, own_cluster, wait_for
+from policyvolume import PolicyVolume
 
 from slurmpod import well_known as wk
 
@@ -34,6 +39,58 @@ SACCT_WAIT_S = 60.0
 START_WAIT_S = 90.0
 PREEMPT_WAIT_S = 120.0
 REQUEUE_COMPLETE_WAIT_S = 300.0
+# accounting-setup waits for slurmdbd (backing off to 10 s), then adds the associations; slurmdbd sends
+# each to slurmctld as it is made. Ref: https://slurm.schedmd.com/sacctmgr.html
+ASSOCIATIONS_WAIT_S = 120.0
+# A tier opened by account: on this cluster Slurm checks --account against the user's associations.
+BY_ACCOUNT = """
+tiers:
+  - name: high
+    partitions: [high]
+    access: {accounts: [inference]}
+  - name: normal
+    partitions: [main]
+defaultTier: normal
+"""
+
+
+def _chart_associations() -> set[tuple[str, str]]:
+    """(account, user) for every user of the chart's `accounting.accounts`, as rendered into cluster.yaml."""
+    for doc in yaml.safe_load_all((MANIFESTS / "slurmpod.yaml").read_text(encoding="utf-8")):
+        if doc and doc.get("kind") == "ConfigMap" and "cluster.yaml" in doc.get("data", {}):
+            spec = yaml.safe_load(doc["data"]["cluster.yaml"])
+            return {(a["name"], u) for a in spec["accounting"].get("accounts", []) for u in a.get("users", [])}
+    raise AssertionError(f"no cluster.yaml ConfigMap in {MANIFESTS}")
+
+
+def _held(s: Session, *args: str, as_root: bool = False) -> tuple[int, str]:
+    """A held `sbatch` from the login pod (as researcher, or root), cancelled at once when accepted."""
+    argv = ("sbatch", "--parsable", "-o", "/dev/null", "--hold", *args, "--wrap", "true")
+    r = s.root_in(s.cluster.login, *argv, timeout=60) if as_root else s.as_researcher(*argv, timeout=60)
+    if r.code == 0:
+        s.root_in(s.cluster.controller, "scancel", r.stdout.strip().split(";")[0], timeout=30)
+    return r.code, r.stderr
+
+
+def _wait_for_associations(s: Session) -> None:
+    """Until slurmdbd lists every association of the chart and slurmctld takes the researcher's jobs under
+    each of theirs: with associations enforced, a job submitted before then is refused."""
+    wanted = _chart_associations()
+    assert ("research", wk.DEMO_USER) in wanted, wanted
+
+    def in_slurmdbd() -> bool | None:
+        out = s.root_in(s.cluster.controller, "sacctmgr", "-n", "-P", "show", "associations",
+                        "format=account,user", timeout=60).stdout
+        have = {tuple(line.split("|")[:2]) for line in out.splitlines() if "|" in line}
+        return wanted <= have or None
+
+    _, took = wait_for("the chart's associations in slurmdbd", in_slurmdbd, ASSOCIATIONS_WAIT_S, poll=1.0)
+    print(f"associations made by the controller's accounting-setup {took:.1f} s after cluster up")
+    for account in sorted(a for a, u in wanted if u == wk.DEMO_USER):
+        _, took = wait_for(f"slurmctld taking {wk.DEMO_USER}'s jobs under account {account}",
+                           lambda account=account: _held(s, f"--account={account}")[0] == 0 or None,
+                           ASSOCIATIONS_WAIT_S, poll=1.0)
+        print(f"slurmctld took a job under {account} {took:.1f} s later")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +98,18 @@ def acct(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFacto
     with own_cluster(docker_client, NAME, flavor, WORKERS, tmp_path_factory.mktemp("spacct-state"),
                      "--manifests", str(MANIFESTS)) as s:
         assert s.cluster.db and s.cluster.accounting and s.cluster.restapi, s.cluster
+        _wait_for_associations(s)
         yield s
+
+
+@pytest.fixture
+def acct_policy(acct: Session) -> Iterator[PolicyVolume]:
+    """This cluster's policy volume; the chart's policy comes back after the test."""
+    volume = PolicyVolume(acct, NAME)
+    try:
+        yield volume
+    finally:
+        volume.restore()
 
 
 def _root(s: Session, *argv: str) -> str:
@@ -76,6 +144,7 @@ def test_controller_is_wired_to_slurmdbd(acct: Session) -> None:
     assert settings["AccountingStorageType"] == "accounting_storage/slurmdbd"
     assert settings["AccountingStorageHost"] == acct.cluster.accounting
     assert settings["PreemptType"] == "preempt/qos"
+    assert set(settings["AccountingStorageEnforce"].split(",")) >= {"associations", "limits", "qos"}
     assert "auth/jwt" in settings["AuthAltTypes"]
     clusters = _root(acct, "sacctmgr", "-n", "-P", "show", "cluster", "format=cluster").split()
     assert "slurmpod" in clusters  # the chart's clusterName (the release)
@@ -89,6 +158,28 @@ def test_controller_is_wired_to_slurmdbd(acct: Session) -> None:
     print(f"QoS made by the controller's accounting-setup {took:.1f} s after cluster up")
     assert rows["urgent"][1:3] == ["1000", "low"] and rows["low"][1] == "10"
     assert rows["low"][3].lower() == "requeue"
+
+
+def test_a_tier_opened_by_account_admits_only_that_accounts_users(acct: Session, acct_policy: PolicyVolume) -> None:
+    """The policy loads (accounts are enforced here; on the default cluster it is refused, test_policy_attacks)
+    and trusts --account, because slurmctld refuses an account the user has no association with."""
+    acct_policy.publish({"policy.yaml": BY_ACCOUNT})
+    # root has no association with inference (only the chart's researcher has): Slurm's check refuses it.
+    code, err = _held(acct, "-p", "high", "--account=inference", "-t", "30", as_root=True)
+    assert code != 0, "root's job under account inference was accepted"
+    assert "Invalid account" in err, err
+    assert "does not enforce" not in err and "rejected by cluster policy" not in err, err
+    code, err = _held(acct, "-p", "high", "--account=inference", "-t", "30")
+    assert code == 0, err
+    # The researcher's default account, research, does not open the tier: the policy refuses it.
+    code, err = _held(acct, "-p", "high", "-t", "30")
+    assert code != 0 and "may not use the high tier" in err, err
+
+
+def test_an_account_the_user_is_not_in_is_refused(acct: Session) -> None:
+    """Enforced associations: --account names only an account the user is in, whatever the policy says."""
+    code, err = _held(acct, "--account=nosuchaccount")
+    assert code != 0 and "Invalid account" in err, err
 
 
 def test_sacct_lists_finished_jobs(acct: Session) -> None:

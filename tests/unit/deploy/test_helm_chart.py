@@ -19,6 +19,7 @@ import paths
 import pytest
 import yaml
 
+from slurmpod.entrypoints import cluster_spec
 from slurmpod.errors import BadInput
 from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster import manifests, podspec
@@ -112,6 +113,11 @@ def test_accounting_and_restapi_workloads_when_enabled() -> None:
     spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
     assert spec["accounting"]["enabled"] is True and spec["restapi"] == {"enabled": True}
     assert [q["name"] for q in spec["accounting"]["qos"]] == ["low", "urgent"]
+    # every user who submits there has an association, and the QoS the accounting tests ask for
+    parsed = cluster_spec.parse(spec).accounting
+    assert {(a.name, u) for a in parsed.accounts for u in a.users} == {("research", "researcher"),
+                                                                      ("inference", "researcher")}
+    assert parsed.accounts[0].name == "research" and {"low", "urgent"} <= set(parsed.accounts[0].qos)
     ctl = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]
     secrets = {v["secret"]["secretName"] for v in ctl["volumes"] if "secret" in v}
     assert "slurmpod-jwt-key" in secrets

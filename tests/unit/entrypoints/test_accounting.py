@@ -15,7 +15,8 @@ from golden import check_golden
 from slurmpod import well_known as wk
 from slurmpod.commands import Result
 from slurmpod.entrypoints import accounting, accounting_setup, cluster_spec, render, start
-from slurmpod.errors import BadInput
+from slurmpod.errors import BadInput, TransientError
+from slurmpod.slurm_plugins import bridge
 
 ACCOUNTING = """
 accounting:
@@ -24,6 +25,15 @@ accounting:
     - {name: low, priority: 10, preemptMode: REQUEUE}
     - {name: high, priority: 1000, preempt: [low]}
 restapi: {enabled: true}
+"""
+ACCOUNTS = """
+accounting:
+  enabled: true
+  qos:
+    - {name: low, priority: 10}
+  accounts:
+    - {name: research, users: [researcher, ada], qos: [normal, low], defaultQos: normal}
+    - {name: inference, parent: research, users: [researcher]}
 """
 PASSWORD = "Zm9vYmFyYmF6cXV4cXV1eA-_.~+/"
 
@@ -60,6 +70,56 @@ def test_bad_spec_keys_are_named(extra: str, field: str, value: str) -> None:
     with pytest.raises(BadInput) as exc:
         _spec(extra)
     assert any(p.field == field and str(p.value) == value for p in exc.value.problems), exc.value.problems
+
+
+def test_account_keys_parse() -> None:
+    research, inference = _spec(ACCOUNTS).accounting.accounts
+    assert research == cluster_spec.AccountSpec("research", ("researcher", "ada"), "root", ("normal", "low"), "normal")
+    assert inference == cluster_spec.AccountSpec("inference", ("researcher",), "research", (), None)
+    assert _spec("").accounting.accounts == ()
+
+
+def _accounts(*items: str) -> str:
+    return "accounting:\n  enabled: true\n  qos: [{name: low}]\n  accounts:\n" + "".join(f"    - {i}\n" for i in items)
+
+
+@pytest.mark.parametrize(("extra", "field", "value"), [
+    (_accounts("{name: 'ml ops'}"), "accounting.accounts[0].name", "ml ops"),
+    (_accounts("{name: ML}"), "accounting.accounts[0].name", "ML"),
+    (_accounts("{name: 'a=b'}"), "accounting.accounts[0].name", "a=b"),
+    (_accounts('{name: "ml\\nAccountingStorageEnforce=nojobs"}'), "accounting.accounts[0].name",
+     "ml\nAccountingStorageEnforce=nojobs"),
+    (_accounts("{name: root}"), "accounting.accounts[0].name", "root"),
+    (_accounts("{name: ml, users: ['alice,bob']}"), "accounting.accounts[0].users[0]", "alice,bob"),
+    (_accounts("{name: ml, users: ['\"eve\"']}"), "accounting.accounts[0].users[0]", '"eve"'),
+    (_accounts("{name: ml, users: ['-i']}"), "accounting.accounts[0].users[0]", "-i"),
+    (_accounts("{name: ml, users: [ada, ada]}"), "accounting.accounts[0].users", "ada"),
+    (_accounts("{name: ml, users: ada}"), "accounting.accounts[0].users", "ada"),
+    (_accounts("{name: ml, qos: [urgent]}"), "accounting.accounts[0].qos[0]", "urgent"),
+    (_accounts("{name: ml, qos: [low], defaultQos: normal}"), "accounting.accounts[0].defaultQos", "normal"),
+    (_accounts("{name: ml, defaultQos: low}"), "accounting.accounts[0].defaultQos", "low"),
+    (_accounts("{name: ml, parent: ops}", "{name: ops}"), "accounting.accounts[0].parent", "ops"),
+    (_accounts("{name: ml, parent: ml}"), "accounting.accounts[0].parent", "ml"),
+    (_accounts("{name: ml}", "{name: ml}"), "accounting.accounts", "ml"),
+    (_accounts("{name: ml, limits: {}}"), "accounting.accounts[0].limits", "{}"),
+    ("accounting: {accounts: [{name: ml}]}\n", "accounting.accounts", "ml"),
+], ids=["space", "upper", "assign", "newline", "root", "comma", "quotes", "option", "user-twice", "users-not-list",
+        "unknown-qos", "default-not-listed", "default-without-qos", "parent-after", "parent-self", "twice",
+        "unknown-key", "not-enabled"])
+def test_bad_account_keys_are_named(extra: str, field: str, value: str) -> None:
+    with pytest.raises(BadInput) as exc:
+        _spec(extra)
+    assert any(p.field == field and str(p.value) == value for p in exc.value.problems), exc.value.problems
+
+
+def test_accounting_enforces_associations_and_the_policy_plugin_sees_it() -> None:
+    """The plugin reads slurmctld's slurm.conf: accounting on, a policy may open a tier by account."""
+    on = render.slurm_conf(_spec(), podkit.CONTROLLER, "slurmpod-accounting-0")
+    assert "AccountingStorageEnforce=associations,limits,qos" in on.splitlines()
+    assert bridge.accounts_enforced_in(on) is True
+    off = render.slurm_conf(_spec(""), podkit.CONTROLLER)
+    assert "AccountingStorageEnforce" not in off
+    assert bridge.accounts_enforced_in(off) is False
 
 
 def test_slurm_conf_with_accounting_and_jwt() -> None:
@@ -170,10 +230,12 @@ def test_controller_plan_with_accounting(tmp_path: Path) -> None:
 
 
 class Sacctmgr:
-    """A recording stand-in for sacctmgr over a tiny database (clusters, QoS)."""
+    """A recording stand-in for sacctmgr over a tiny database (clusters, QoS, associations)."""
 
-    def __init__(self, clusters: set[str], qos: set[str], down: int = 0) -> None:
+    def __init__(self, clusters: set[str], qos: set[str], down: int = 0,
+                 assocs: set[tuple[str, str]] | None = None) -> None:
         self.clusters, self.qos, self.down = clusters, qos, down
+        self.assocs = {("root", ""), ("root", "root")} if assocs is None else assocs
         self.calls: list[tuple[str, ...]] = []
 
     def __call__(self, argv: Sequence[str], timeout: float) -> Result:
@@ -186,10 +248,21 @@ class Sacctmgr:
             return Result(argv, 0, "".join(f"{c}\n" for c in sorted(self.clusters)), "")
         if argv[3:5] == ("show", "qos"):
             return Result(argv, 0, "".join(f"{q}\n" for q in sorted(self.qos)), "")
+        if argv[3:5] == ("show", "associations"):
+            return Result(argv, 0, "".join(f"{a}|{u}\n" for a, u in sorted(self.assocs)), "")
         if argv[2:4] == ("add", "cluster"):
             self.clusters.add(argv[4])
         elif argv[2:4] == ("add", "qos"):
             self.qos.add(argv[4])
+        elif argv[2:4] == ("add", "account"):
+            self.assocs.add((argv[4], ""))
+        elif argv[2:4] == ("add", "user"):
+            account = next(a.removeprefix("account=") for a in argv if a.startswith("account="))
+            if (account, "") not in self.assocs:
+                return Result(argv, 1, "", " Need a valid account name to add a user")
+            if (account, argv[4]) in self.assocs:
+                return Result(argv, 1, " Nothing new added.\n", "")
+            self.assocs.add((account, argv[4]))
         return Result(argv, 0, "", "")
 
 
@@ -211,3 +284,73 @@ def test_setup_registers_the_cluster_and_qos_once_slurmdbd_answers() -> None:
     ]
     again = accounting_setup.Setup(db, NoSleep()).apply(_spec())  # a restarted controller: nothing added
     assert again == ["set qos low", "set qos high"]
+
+
+def _adds(calls: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    return [c for c in calls if c[2] in ("add", "modify")]
+
+
+def test_setup_adds_accounts_then_users_after_the_qos() -> None:
+    db = Sacctmgr({"slurmpod"}, {"normal"})
+    done = accounting_setup.Setup(db, NoSleep()).apply(_spec(ACCOUNTS))
+    assert done == ["added qos low", "set qos low", "added account research", "added account inference",
+                    "added user researcher to account research", "added user ada to account research",
+                    "added user researcher to account inference"]
+    assert _adds(db.calls) == [
+        ("sacctmgr", "-i", "add", "qos", "low"),
+        ("sacctmgr", "-i", "modify", "qos", "where", "name=low", "set", "priority=10"),
+        ("sacctmgr", "-i", "add", "account", "research", "cluster=slurmpod"),
+        ("sacctmgr", "-i", "add", "account", "inference", "cluster=slurmpod", "parent=research"),
+        ("sacctmgr", "-i", "add", "user", "researcher", "account=research", "cluster=slurmpod", "qos=normal,low",
+         "defaultqos=normal"),
+        ("sacctmgr", "-i", "add", "user", "ada", "account=research", "cluster=slurmpod", "qos=normal,low",
+         "defaultqos=normal"),
+        ("sacctmgr", "-i", "add", "user", "researcher", "account=inference", "cluster=slurmpod"),
+    ]
+    assert {("research", "researcher"), ("research", "ada"), ("inference", "researcher")} <= db.assocs
+
+
+def test_setup_leaves_present_associations_and_sets_their_qos() -> None:
+    db = Sacctmgr({"slurmpod"}, {"normal", "low"},
+                  assocs={("root", ""), ("research", ""), ("inference", ""), ("research", "researcher"),
+                          ("inference", "researcher")})
+    done = accounting_setup.Setup(db, NoSleep()).apply(_spec(ACCOUNTS))
+    assert done == ["set qos low", "set user researcher in account research", "added user ada to account research"]
+    assert ("sacctmgr", "-i", "modify", "user", "where", "name=researcher", "account=research", "cluster=slurmpod",
+            "set", "qos=normal,low", "defaultqos=normal") in db.calls
+    again = accounting_setup.Setup(db, NoSleep()).apply(_spec(ACCOUNTS))  # nothing new, nothing to set for inference
+    assert again == ["set qos low", "set user researcher in account research", "set user ada in account research"]
+
+
+def test_setup_takes_nothing_added_for_done() -> None:
+    """A user added between the listing and the add (another controller start): sacctmgr's "Nothing new added"."""
+    db = Sacctmgr({"slurmpod"}, {"normal", "low"}, assocs={("root", ""), ("research", ""), ("inference", "")})
+    listing = db.__call__
+
+    def racing(argv: Sequence[str], timeout: float) -> Result:
+        result = listing(argv, timeout)
+        if tuple(argv[3:5]) == ("show", "associations"):
+            db.assocs.add(("inference", "researcher"))
+        return result
+
+    done = accounting_setup.Setup(racing, NoSleep()).apply(_spec(ACCOUNTS))
+    assert "added user researcher to account inference" in done
+
+
+def test_setup_fails_on_a_refused_add() -> None:
+    """Anything but "nothing new added" is an error: supervisord starts the setup again."""
+    db = Sacctmgr({"slurmpod"}, {"normal", "low"})
+
+    def refusing(argv: Sequence[str], timeout: float) -> Result:
+        if tuple(argv[2:4]) == ("add", "account"):
+            return Result(tuple(argv), 1, "", " Problem adding account")
+        return db(argv, timeout)
+
+    with pytest.raises(TransientError, match="Problem adding account"):
+        accounting_setup.Setup(refusing, NoSleep()).apply(_spec(ACCOUNTS))
+    assert not [c for c in db.calls if c[2:4] == ("add", "user")]
+
+
+def test_associations_parse() -> None:
+    assert accounting_setup.associations("root|\nroot|root\nResearch|Researcher\n\n") == {
+        ("root", ""), ("root", "root"), ("research", "researcher")}
