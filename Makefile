@@ -5,7 +5,7 @@ SP := $(VENV)/bin/slurmpod
 PYTEST := $(VENV)/bin/pytest
 FLAVORS ?= 24.11 26.05
 
-.PHONY: demo test test-faults bench images clean lint unit image-tests cluster-tests bootstrap manifests k8s-up k8s-down k8s-tests
+.PHONY: demo test test-faults test-netpol bench images clean lint unit image-tests cluster-tests bootstrap manifests k8s-up k8s-down k8s-tests
 
 bootstrap:
 	@scripts/bootstrap-host.sh
@@ -20,7 +20,7 @@ demo: bootstrap
 test: bootstrap lint unit
 	$(SP) images build --flavor 24.11
 	$(SP) images build --flavor 26.05
-	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults" --durations=15 tests/image tests/cluster
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults and not netpol" --durations=15 tests/image tests/cluster
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/image
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/cluster -m smoke --durations=10
 	$(MAKE) k8s-tests
@@ -41,6 +41,11 @@ k8s-down: bootstrap
 test-faults: bootstrap
 	$(SP) images build --flavor 24.11
 	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m faults tests/cluster
+
+## test-netpol: the NetworkPolicies enforced in the emulator (iptables on its bridge; root, br_netfilter), on 24.11
+test-netpol: bootstrap
+	$(SP) images build --flavor 24.11
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m netpol tests/cluster
 
 lint: bootstrap
 	$(VENV)/bin/ruff check .

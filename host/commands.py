@@ -62,6 +62,9 @@ def cluster(c: Commands) -> None:
     c.option(up, "--manifests", default=None,
              help="kustomization directory to run (default deploy/kubernetes; deploy/kubernetes/accounting "
                   "adds slurmdbd, MariaDB and slurmrestd)")
+    c.option(up, "--enforce-network-policy", action="store_true", default=False,
+             help="enforce the manifests' NetworkPolicies with iptables on the cluster's bridge (root, "
+                  "br_netfilter; removed by `cluster down`)")
     for p in (up, csub.add_parser("down", help="remove every container, network and volume"),
               csub.add_parser("status", help="pods and sinfo")):
         c.option(p, "--name", default="slurmpod", help=_NAME_HELP)

@@ -59,7 +59,7 @@ def to_json(applied: Applied) -> str:
         "params": {"name": p.name, "subnet": str(p.subnet), "clusterUid": str(p.cluster_uid),
                    "created": p.created.isoformat(), "nodeCpu": str(p.node_cpu),
                    "nodeMemory": str(p.node_memory), "flavor": p.flavor, "workers": p.workers,
-                   "nodeName": p.node_name},
+                   "nodeName": p.node_name, "enforceNetworkPolicy": p.enforce_network_policy},
         "namespace": applied.bundle.namespace,
         "documents": [{"source": d.source, "body": d.body} for d in applied.bundle.documents],
     }
@@ -77,7 +77,7 @@ def from_json(text: str, where: str = FILE) -> Applied:
             cluster_uid=uuid.UUID(p["clusterUid"]),
             created=datetime.fromisoformat(p["created"]), node_cpu=Fraction(p["nodeCpu"]),
             node_memory=Fraction(p["nodeMemory"]), flavor=p["flavor"], workers=p["workers"],
-            node_name=str(p["nodeName"]))
+            node_name=str(p["nodeName"]), enforce_network_policy=bool(p.get("enforceNetworkPolicy", False)))
         docs = tuple(Document(str(d["source"]), d["body"]) for d in doc["documents"])
         return Applied(params, Bundle(str(doc["namespace"]), docs))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

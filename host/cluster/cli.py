@@ -20,7 +20,17 @@ from typing import Any, TextIO
 
 from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
-from slurmpod_host.cluster import applied, manifests, network, podspec, runtime, slurmstate, state
+from slurmpod_host.cluster import (
+    applied,
+    manifests,
+    netenforce,
+    netpolicy,
+    network,
+    podspec,
+    runtime,
+    slurmstate,
+    state,
+)
 from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster.plan import PodPlan
 
@@ -140,21 +150,27 @@ def replace_stale(client: Any, name: str, out: TextIO) -> None:
         raise PermanentError(f"cluster {name!r} already exists ({len(existing.containers)} pods); "
                              f"`slurmpod cluster down --name {name}` first")
     print(f"cluster {name!r} has no pods left: replacing its stale network and volumes", file=out, flush=True)
-    for item in runtime.remove_all(client, name):
+    for item in [*runtime.remove_all(client, name), *netenforce.remove(name)]:
         print(f"removed {item}", file=out)
 
 
 def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys.stdout, *,
-       auth: str = wk.AUTH_MUNGE, manifests_dir: Path | None = None) -> Cluster:
+       auth: str = wk.AUTH_MUNGE, manifests_dir: Path | None = None,
+       enforce_network_policy: bool = False) -> Cluster:
     """Create network, volumes, files and pods; wait until every worker is IDLE.
 
     ``auth`` (munge | slurm) picks the ConfigMap's auth type and which key Secret gets a generated key.
     ``manifests_dir``: a kustomization other than deploy/kubernetes (deploy/kubernetes/accounting).
+    ``enforce_network_policy``: load the manifests' NetworkPolicies as iptables rules before any pod starts
+    (netenforce.py); the host is checked first.
     """
     started = time.monotonic()
     podspec.validate_params(name, workers)
     client = runtime.connect()
     replace_stale(client, name, out)
+    if enforce_network_policy:
+        netenforce.check_host()
+        netenforce.remove(name)  # an earlier cluster's rules, whose bridge is gone
     login_image = f"{wk.IMAGE_REPOSITORY_PREFIX}login:{flavor}"
     if runtime.missing_images(client, [login_image]):
         raise PermanentError(f"images missing: {login_image}; build them with "
@@ -166,7 +182,8 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
     subnet = network.choose_subnet(name, runtime.taken_subnets(client))
     params = podspec.ClusterParams(
         name=name, subnet=subnet, cluster_uid=uuid.uuid4(), created=datetime.now(UTC),
-        node_cpu=cpu, node_memory=memory, flavor=flavor, workers=workers)
+        node_cpu=cpu, node_memory=memory, flavor=flavor, workers=workers,
+        enforce_network_policy=enforce_network_policy)
     bundle = applied.resolve_secrets(bundle, os.urandom)  # generated once, kept for recreated pods
     plans = podspec.plan_cluster(bundle, params, os.urandom)
     missing = runtime.missing_images(client, [p.image for p in plans])
@@ -183,6 +200,10 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
         runtime.create_volumes(client, name, plans)
         print(f"network {params.network} {params.subnet} (internal bridge, gateway {params.gateway})",
               file=out)
+        if enforce_network_policy:
+            rules = netenforce.enforce(client, params, bundle, [netpolicy.Member.of(p) for p in plans])
+            print(f"NetworkPolicies enforced: iptables chain {rules.chains[0]} ({len(rules.chains)} chains) "
+                  f"from {netenforce.DOCKER_USER}", file=out)
         for i, plan in enumerate(plans):
             runtime.create_pod(client, plan, params, root)
             client.api.start(plan.name)
@@ -206,7 +227,7 @@ def down(name: str, out: TextIO = sys.stdout) -> list[str]:
     """Remove every Docker object labelled for ``name`` and its state dir; idempotent."""
     state.check_name(name)  # before any Docker call or path: nothing outside the state root is removed
     client = runtime.connect()
-    removed = runtime.remove_all(client, name)
+    removed = [*runtime.remove_all(client, name), *netenforce.remove(name)]
     if state.remove(state.state_dir(name)):
         removed.append(f"state {state.state_dir(name)}")
     for item in removed:
@@ -252,7 +273,8 @@ def main(args: argparse.Namespace) -> int:
     state.check_name(args.name)
     if command == "up":
         where = Path(args.manifests) if args.manifests else None
-        cluster = up(args.name, args.flavor, args.workers, args.timeout, auth=args.auth, manifests_dir=where)
+        cluster = up(args.name, args.flavor, args.workers, args.timeout, auth=args.auth, manifests_dir=where,
+                     enforce_network_policy=args.enforce_network_policy)
         print(f"cluster {cluster.name!r} up in {cluster.seconds:.1f}s: {len(cluster.workers)} workers IDLE "
               f"(auth/{args.auth})")
         print_sinfo(cluster)

@@ -32,7 +32,7 @@ import docker
 
 from slurmpod.errors import BadInput, PermanentError
 from slurmpod.problems import Problems
-from slurmpod_host.cluster import applied, podspec, quantity, runtime, state
+from slurmpod_host.cluster import applied, netenforce, netpolicy, podspec, quantity, runtime, state
 from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.plan import PodPlan
@@ -231,9 +231,32 @@ def start_pod(client: Any, cluster: str, plan: PodPlan) -> None:
             client.volumes.get(volume)
         except docker.errors.NotFound:  # a volumeClaimTemplate of a new ordinal: a new PVC
             client.volumes.create(name=volume, labels={host_wk.DOCKER_LABEL_CLUSTER: cluster})
+    if params.enforce_network_policy:
+        enforce_policies(client, cluster, plan)
     runtime.create_pod(client, plan, params, root)
     client.api.start(plan.name)
     log.info("started pod", extra={"ctx": {"pod": plan.name, "ip": plan.ip}})
+
+
+def policy_members(client: Any, cluster: str, new: PodPlan | None = None) -> list[netpolicy.Member]:
+    """Every pod of the cluster as NetworkPolicies see it (labels from its StatefulSet's template), with
+    ``new`` (about to start) in place of any pod of its name."""
+    saved = applied.load(_root(cluster))
+    members = [] if new is None else [netpolicy.Member.of(new)]
+    for st in runtime.statuses(client, cluster, _root(cluster)):
+        if (new is not None and st.name == new.name) or not st.ip:
+            continue
+        sts, ordinal = split_pod_name(saved.bundle, cluster, st.name)
+        plan = podspec.plan_pod(saved.bundle, saved.params, sts, ordinal, ip=st.ip, generate=_no_generate)
+        members.append(netpolicy.Member.of(plan))
+    return members
+
+
+def enforce_policies(client: Any, cluster: str, new: PodPlan | None = None) -> netpolicy.RuleSet:
+    """Reload the cluster's NetworkPolicy rules for the pods it has (and ``new``): a pod started on another
+    address (a scale-up) is a peer the other pods' rules must name."""
+    saved = applied.load(_root(cluster))
+    return netenforce.enforce(client, saved.params, saved.bundle, policy_members(client, cluster, new))
 
 
 def _pre_stop(labels: Mapping[str, str]) -> list[str] | None:

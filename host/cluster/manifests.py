@@ -5,8 +5,8 @@ output, deploy/kubernetes/slurmpod.yaml). Objects carry the release name as thei
 as the ``<release>-`` prefix of their names and of the names they refer to; the loader strips that
 prefix, so the emulator sees base names (``controller``, ``cluster``, ``munge``) and gives them the
 cluster name of `slurmpod cluster up` instead. Kinds the emulator does not run (RBAC, PriorityClass,
-PodDisruptionBudget, NetworkPolicy: not enforced in the emulator) are loaded but never interpreted;
-tests validate them offline.
+PodDisruptionBudget; NetworkPolicy only with `cluster up --enforce-network-policy`, in netpolicy.py) are
+loaded but never interpreted; tests validate them offline.
 Ref: https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/
 """
 

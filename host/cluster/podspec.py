@@ -91,6 +91,8 @@ class ClusterParams:
     flavor: str | None = None  # rewrites the tag of slurmpod/* images
     workers: int | None = None  # replicas of the StatefulSet whose pods have role "worker"
     node_name: str = EMULATED_NODE_NAME
+    # Load the manifests' NetworkPolicies as iptables rules on the bridge (netenforce.py); off: not enforced.
+    enforce_network_policy: bool = False
 
     @property
     def gateway(self) -> str:

@@ -25,6 +25,10 @@ NAME = "sptest"
 WORKERS = 2
 UP_TIMEOUT_S = 240
 COMMAND_TIMEOUT_S = 600
+# True: every cluster these suites bring up enforces its NetworkPolicies (`cluster up --enforce-network-policy`,
+# iptables on the bridge; docs/testing.md). SLURMPOD_ENFORCE_NETWORK_POLICY=1 in the environment does the same.
+ENFORCE_NETWORK_POLICY = False
+UP_ARGS = ("--enforce-network-policy",) if ENFORCE_NETWORK_POLICY else ()
 T = TypeVar("T")
 
 
@@ -176,7 +180,7 @@ def own_cluster(docker_client: Any, name: str, flavor: str, workers: int, state_
     env = {**os.environ, host_wk.ENV_STATE_DIR: str(state_root)}
     run_slurmpod(env, "cluster", "down", "--name", name, timeout=120)  # leftovers of an aborted run
     try:
-        up = run_slurmpod(env, "cluster", "up", "--name", name, *up_args, "--workers", str(workers),
+        up = run_slurmpod(env, "cluster", "up", "--name", name, *UP_ARGS, *up_args, "--workers", str(workers),
                           "--flavor", flavor, "--timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 120)
         if up.returncode != 0:
             pytest.fail(f"cluster up {' '.join(up_args)} failed (exit {up.returncode}):\n{up.stdout}\n{up.stderr}",

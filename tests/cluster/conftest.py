@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clusterkit import NAME, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
+from clusterkit import NAME, UP_ARGS, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
 from policyvolume import PolicyVolume
 
 from slurmpod_host.cluster import cli, demo
@@ -41,7 +41,7 @@ def session(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFa
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(host_wk.ENV_STATE_DIR, str(state_root))  # for the in-process helpers (cli.attach)
         run_slurmpod(env, "cluster", "down", "--name", NAME, timeout=120)  # leftovers of an aborted run
-        up = run_slurmpod(env, "cluster", "up", "--name", NAME, "--workers", str(WORKERS), "--flavor", flavor,
+        up = run_slurmpod(env, "cluster", "up", "--name", NAME, *UP_ARGS, "--workers", str(WORKERS), "--flavor", flavor,
                           "--timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 120)
         try:
             if up.returncode != 0:

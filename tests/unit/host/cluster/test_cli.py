@@ -9,7 +9,20 @@ from typing import Any
 import pytest
 
 from slurmpod.errors import PermanentError
-from slurmpod_host.cluster import cli
+from slurmpod_host.cluster import cli, netenforce
+
+
+@pytest.fixture(autouse=True)
+def no_iptables(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """netenforce.remove stands in for iptables: unit tests never run it on the host."""
+    calls: list[str] = []
+
+    def remove(name: str) -> list[str]:
+        calls.append(name)
+        return []
+
+    monkeypatch.setattr(netenforce, "remove", remove)
+    return calls
 
 
 @dataclass
@@ -49,9 +62,10 @@ def test_nothing_left_is_nothing_to_do() -> None:
     assert (client.removed, out.getvalue()) == ([], "")
 
 
-def test_state_without_pods_is_replaced_and_said_so() -> None:
+def test_state_without_pods_is_replaced_and_said_so(no_iptables: list[str]) -> None:
     client, out = _Client(0, 1, 2), io.StringIO()
     cli.replace_stale(client, "demo", out)
+    assert no_iptables == ["demo"]  # a stale cluster's NetworkPolicy rules go with its network
     assert client.removed == ["demo-net-0", "demo-home-0", "demo-home-1"]
     assert out.getvalue().splitlines() == [
         "cluster 'demo' has no pods left: replacing its stale network and volumes",
