@@ -20,7 +20,7 @@ demo: bootstrap
 test: bootstrap lint unit
 	$(SP) images build --flavor 24.11
 	$(SP) images build --flavor 26.05
-	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults and not netpol" --durations=15 tests/image tests/cluster
+	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m "not faults" --durations=15 tests/image tests/cluster
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/image
 	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) tests/cluster -m smoke --durations=10
 	$(MAKE) k8s-tests

@@ -8,6 +8,7 @@ need_apt=()
 command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v ssh-keyscan >/dev/null 2>&1 || need_apt+=(openssh-client)   # tests reach the login pod's sshd from outside
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)   # tests build a fake libnvidia-ml.so.1
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 # tests build job_submit_slurmpod.so with cffi's embedding API: Python.h and libpython3.X.so

@@ -27,7 +27,7 @@ UP_TIMEOUT_S = 240
 COMMAND_TIMEOUT_S = 600
 # True: every cluster these suites bring up enforces its NetworkPolicies (`cluster up --enforce-network-policy`,
 # iptables on the bridge; docs/testing.md). SLURMPOD_ENFORCE_NETWORK_POLICY=1 in the environment does the same.
-ENFORCE_NETWORK_POLICY = False
+ENFORCE_NETWORK_POLICY = True
 UP_ARGS = ("--enforce-network-policy",) if ENFORCE_NETWORK_POLICY else ()
 T = TypeVar("T")
 
