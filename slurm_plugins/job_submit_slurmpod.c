@@ -507,15 +507,19 @@ static slurmpod_req_t sp_submitted(const job_desc_msg_t *d, uint32_t uid)
     return req;
 }
 
+/* slurm_init_job_desc_msg() leaves segment_size and warn_* at 0 (memset), not NO_VAL16, so an update
+ * that does not name them (scontrol hold, release) sends 0. Ref: src/api/init_msg.c */
+#define SP_SET16(v) ((v) != NO_VAL16 && (v) != 0)
+
 /* Whether a job_modify names any field the policy reads (a hold, release, nice or dependency does not). */
 static bool sp_names_policy_fields(const job_desc_msg_t *d)
 {
     return d->account || d->partition || d->qos || d->tres_per_node || d->tres_per_job || d->tres_per_task ||
            d->tres_per_socket || d->features || d->comment || d->name || d->min_nodes != NO_VAL ||
            d->max_nodes != NO_VAL || d->num_tasks != NO_VAL || d->time_limit != NO_VAL ||
-           d->req_switch != NO_VAL || d->wait4switch != NO_VAL || d->segment_size != NO_VAL16 ||
-           d->shared != NO_VAL16 || d->requeue != NO_VAL16 || d->warn_signal != NO_VAL16 ||
-           d->warn_time != NO_VAL16 || d->warn_flags != NO_VAL16;
+           d->req_switch != NO_VAL || d->wait4switch != NO_VAL || SP_SET16(d->segment_size) ||
+           d->shared != NO_VAL16 || d->requeue != NO_VAL16 || SP_SET16(d->warn_signal) ||
+           SP_SET16(d->warn_time) || SP_SET16(d->warn_flags);
 }
 
 static bool sp_differs(const char *change, const char *now)
@@ -529,6 +533,7 @@ static slurmpod_req_t sp_merged(const job_desc_msg_t *d, const job_desc_msg_t *e
 {
 #define SP_N(f) (d->f != NO_VAL ? d->f : e->f)
 #define SP_N16(f) (d->f != NO_VAL16 ? d->f : e->f)
+#define SP_Z16(f) (SP_SET16(d->f) ? d->f : e->f)
 #define SP_S(f) (d->f ? d->f : e->f)
     slurmpod_req_t req = {
         .user_id = uid, .group_id = e->group_id, .job_id = sp_job_id(d), .is_modify = 1,
@@ -536,8 +541,8 @@ static slurmpod_req_t sp_merged(const job_desc_msg_t *d, const job_desc_msg_t *e
                       sp_differs(d->account, e->account),
         .min_nodes = SP_N(min_nodes), .max_nodes = SP_N(max_nodes), .num_tasks = SP_N(num_tasks),
         .time_limit = SP_N(time_limit), .req_switch = SP_N(req_switch), .wait4switch = SP_N(wait4switch),
-        .segment_size = SP_N16(segment_size), .shared = SP_N16(shared), .requeue = SP_N16(requeue),
-        .warn_signal = SP_N16(warn_signal), .warn_time = SP_N16(warn_time), .warn_flags = SP_N16(warn_flags),
+        .segment_size = SP_Z16(segment_size), .shared = SP_N16(shared), .requeue = SP_N16(requeue),
+        .warn_signal = SP_Z16(warn_signal), .warn_time = SP_Z16(warn_time), .warn_flags = SP_Z16(warn_flags),
         .account = SP_S(account), .partition = SP_S(partition), .qos = SP_S(qos),
         .tres_per_node = SP_S(tres_per_node), .tres_per_job = SP_S(tres_per_job), .features = SP_S(features),
         .comment = SP_S(comment), .name = SP_S(name), .tres_per_task = SP_S(tres_per_task),
@@ -545,6 +550,7 @@ static slurmpod_req_t sp_merged(const job_desc_msg_t *d, const job_desc_msg_t *e
     };
 #undef SP_N
 #undef SP_N16
+#undef SP_Z16
 #undef SP_S
     return req;
 }

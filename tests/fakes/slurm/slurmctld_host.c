@@ -115,6 +115,7 @@ static int modify(const char *spec, char *line, size_t len)
     uint32_t uid = getenv("HOST_UID") ? (uint32_t) atoi(getenv("HOST_UID")) : 0;
 
     unset(&d);
+    d.segment_size = d.warn_flags = d.warn_signal = d.warn_time = 0; /* as slurm_init_job_desc_msg() leaves them */
     fill(&d, spec + strlen("modify:"));
     d.user_id = NO_VAL; /* as update_job sends it: the caller is submit_uid */
     rc = job_modify(&d, &record, uid, &err);
