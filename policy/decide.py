@@ -59,9 +59,9 @@ def _modification(tier: Outcome) -> Decision:
     change --signal, so a change that would need the tier's grace signal is refused; topology fields
     are placement, decided at submit. Ref: https://slurm.schedmd.com/scontrol.html#SECTION_JOBS"""
     changes = tier.changes
-    rules = tuple(r.value for r in tier.rules)
+    rules = tuple(r.value for r in tier.rules)  # names tier-grace-signal when the signal is wanted
     if changes.warn_signal is not None:
         return Decision.reject("a job moved into this tier cannot be given its grace signal (Slurm does not "
                                "change --signal of an existing job): submit it to the tier instead",
-                               (*rules, Rule.GRACE_SIGNAL.value))
+                               rules)
     return Decision.of(Changes(time_limit=changes.time_limit, requeue=changes.requeue), tier.notes, rules)

@@ -555,6 +555,33 @@ static slurmpod_req_t sp_merged(const job_desc_msg_t *d, const job_desc_msg_t *e
     return req;
 }
 
+/* Free a copy_job_record_to_job_desc() result. get_job_env() points every element of the environment
+ * into one buffer it allocated (_read_data_array_from_file, src/slurmctld/job_mgr.c), which
+ * slurm_free_job_desc_msg()'s env_array_free() would free element by element (glibc aborts on it): so
+ * when the elements lie end to end in one buffer, that buffer and the array are freed here first. */
+static void sp_free_copy(job_desc_msg_t *e)
+{
+    char **env = e->environment;
+    const char *next = env ? env[0] : NULL;
+    bool one_buffer = true;
+    uint32_t i;
+
+    for (i = 0; env && i < e->env_size && env[i]; i++) {
+        if (env[i] != next) {
+            one_buffer = false;
+            break;
+        }
+        next = env[i] + strlen(env[i]) + 1;
+    }
+    if (env && one_buffer) {
+        if (env[0])
+            slurm_xfree((void **) &env[0]);
+        slurm_xfree((void **) &e->environment);
+        e->env_size = 0;
+    }
+    sp_free_desc(e);
+}
+
 /* Decide one request and write the answer into d (the job_desc slurmctld goes on with). */
 static int sp_call(job_desc_msg_t *d, const slurmpod_req_t *r, char **err_msg)
 {
@@ -660,6 +687,6 @@ extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint
     }
     req = sp_merged(job_desc, existing, submit_uid);
     rc = sp_call(job_desc, &req, err_msg);
-    sp_free_desc(existing);
+    sp_free_copy(existing);
     return rc;
 }

@@ -51,7 +51,6 @@ def test_munge_key_installed_0400_munge_owned(session: Session, role: str) -> No
     assert key.size == 1024
 
 
-@pytest.mark.parametrize("role", ["worker", "login"])
 def _outside(session: Session, command: str) -> subprocess.CompletedProcess[str]:
     """``command`` run on the Docker host: a user's ssh from outside the cluster, as through the login
     Service (the chart's NetworkPolicies let no pod but login ssh anywhere)."""
@@ -63,6 +62,7 @@ def _ip(session: Session, pod: str) -> str:
     return str(next(iter(nets.values()))["IPAddress"])
 
 
+@pytest.mark.parametrize("role", ["worker", "login"])
 def test_sshd_refuses_root_and_passwords(session: Session, role: str) -> None:
     base = "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=5 -o BatchMode=yes"
     if role == "worker":  # from the login pod, the one place ssh into a worker comes from

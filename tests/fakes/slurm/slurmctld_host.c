@@ -95,12 +95,24 @@ job_desc_msg_t *copy_job_record_to_job_desc(void *job_ptr)
         return NULL;
     unset(d);
     fill(d, getenv("HOST_EXISTING"));
+    /* get_job_env()'s layout: every element points into one buffer (Ref: src/slurmctld/job_mgr.c) */
+    static const char env[] = "HOME=/home/researcher\0PATH=/usr/bin";
+    char *buf = malloc(sizeof(env));
+    memcpy(buf, env, sizeof(env));
+    d->environment = calloc(3, sizeof(char *));
+    d->environment[0] = buf;
+    d->environment[1] = buf + strlen(buf) + 1;
+    d->env_size = 2;
     __atomic_fetch_add(&copies, 1, __ATOMIC_RELAXED);
     return d;
 }
 
+/* As Slurm's: env_array_free() frees each element, so a one-buffer environment left here aborts. */
 void slurm_free_job_desc_msg(job_desc_msg_t *d)
 {
+    for (char **e = d->environment; e && *e; e++)
+        free(*e);
+    free(d->environment);
     free_strings(d);
     free(d);
     __atomic_fetch_add(&frees, 1, __ATOMIC_RELAXED);

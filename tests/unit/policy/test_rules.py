@@ -145,6 +145,7 @@ def test_job_modify_is_judged_on_the_job_it_produces(kw: dict[str, Any], verdict
     assert d.verdict is verdict, d
     assert d.changes.as_dict() == changes
     assert words in d.message
+    assert len(set(d.rules)) == len(d.rules), d.rules
 
 
 @pytest.mark.parametrize("kw", [

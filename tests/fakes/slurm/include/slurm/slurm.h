@@ -18,5 +18,7 @@ typedef struct job_descriptor {
     char *tres_per_job, *tres_per_node, *tres_per_socket, *tres_per_task;
     uint32_t group_id, job_id, max_nodes, min_nodes, num_tasks, req_switch, time_limit, user_id, wait4switch;
     uint16_t requeue, segment_size, shared, warn_flags, warn_signal, warn_time;
+    char **environment;
+    uint32_t env_size;
 } job_desc_msg_t;
 #endif
