@@ -511,6 +511,22 @@ static slurmpod_req_t sp_submitted(const job_desc_msg_t *d, uint32_t uid)
  * that does not name them (scontrol hold, release) sends 0. Ref: src/api/init_msg.c */
 #define SP_SET16(v) ((v) != NO_VAL16 && (v) != 0)
 
+/* The job a job_modify changes: scontrol update names it in job_id_str ("12", "12_3", "12+1"), leaving
+ * job_id NO_VAL. Ref: slurm/slurm.h (job_desc_msg_t.job_id_str) */
+static uint32_t sp_modified_job_id(const job_desc_msg_t *d)
+{
+    uint32_t id = sp_job_id(d);
+    unsigned long parsed;
+    char *end = NULL;
+
+    if (id != NO_VAL && id != 0)
+        return id;
+    if (!d->job_id_str)
+        return NO_VAL;
+    parsed = strtoul(d->job_id_str, &end, 10);
+    return (end != d->job_id_str && parsed > 0 && parsed < NO_VAL) ? (uint32_t) parsed : NO_VAL;
+}
+
 /* Whether a job_modify names any field the policy reads (a hold, release, nice or dependency does not). */
 static bool sp_names_policy_fields(const job_desc_msg_t *d)
 {
@@ -536,7 +552,7 @@ static slurmpod_req_t sp_merged(const job_desc_msg_t *d, const job_desc_msg_t *e
 #define SP_Z16(f) (SP_SET16(d->f) ? d->f : e->f)
 #define SP_S(f) (d->f ? d->f : e->f)
     slurmpod_req_t req = {
-        .user_id = uid, .group_id = e->group_id, .job_id = sp_job_id(d), .is_modify = 1,
+        .user_id = uid, .group_id = e->group_id, .job_id = sp_modified_job_id(d), .is_modify = 1,
         .moves_tier = sp_differs(d->partition, e->partition) || sp_differs(d->qos, e->qos) ||
                       sp_differs(d->account, e->account),
         .min_nodes = SP_N(min_nodes), .max_nodes = SP_N(max_nodes), .num_tasks = SP_N(num_tasks),
@@ -681,7 +697,7 @@ extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint
             *err_msg = slurm_xstrdup("rejected by cluster policy: the job's record could not be read to judge "
                                      "this change (see slurmctld log)");
         snprintf(line, sizeof(line), "modify job=%u uid=%u verdict=reject rules=job-record-unreadable",
-                 sp_job_id(job_desc), submit_uid);
+                 sp_modified_job_id(job_desc), submit_uid);
         sp_log(line);
         return ESLURM_ACCESS_DENIED;
     }

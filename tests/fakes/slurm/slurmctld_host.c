@@ -77,14 +77,14 @@ static void fill(job_desc_msg_t *d, const char *spec)
         else if (!strcmp(kv, "time_limit")) d->time_limit = (uint32_t) strtoul(v, NULL, 10);
         else if (!strcmp(kv, "requeue")) d->requeue = (uint16_t) atoi(v);
         else if (!strcmp(kv, "warn_signal")) d->warn_signal = (uint16_t) atoi(v);
-        else if (!strcmp(kv, "job_id")) d->job_id = (uint32_t) strtoul(v, NULL, 10);
+        else if (!strcmp(kv, "job_id")) d->job_id_str = strdup(v); /* as scontrol update sends it */
         else if (!strcmp(kv, "user_id")) d->user_id = (uint32_t) strtoul(v, NULL, 10);
     }
 }
 
 static void free_strings(job_desc_msg_t *d)
 {
-    free(d->partition); free(d->qos); free(d->account); free(d->name); free(d->tres_per_node);
+    free(d->partition); free(d->qos); free(d->account); free(d->name); free(d->tres_per_node); free(d->job_id_str);
 }
 
 /* slurmctld's (src/slurmctld/job_mgr.c) and libslurmfull's, as the plugin finds them with dlsym. */

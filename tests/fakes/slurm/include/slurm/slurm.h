@@ -20,5 +20,6 @@ typedef struct job_descriptor {
     uint16_t requeue, segment_size, shared, warn_flags, warn_signal, warn_time;
     char **environment;
     uint32_t env_size;
+    char *job_id_str;
 } job_desc_msg_t;
 #endif
