@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -676,10 +677,17 @@ static int sp_call(job_desc_msg_t *d, const slurmpod_req_t *r, char **err_msg)
     return rc;
 }
 
+/* errno as the caller had it: slurmctld reads errno after job_modify where a lookup returns NULL without
+ * setting it (_retrieve_new_assoc in src/slurmctld/job_mgr.c, with no accounting), so one that Python or
+ * this plugin left behind (EAGAIN) came back to the user as the update's error. */
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
+    int saved = errno;
     slurmpod_req_t req = sp_submitted(job_desc, submit_uid);
-    return sp_call(job_desc, &req, err_msg);
+    int rc = sp_call(job_desc, &req, err_msg);
+
+    errno = saved;
+    return rc;
 }
 
 extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint32_t submit_uid,
@@ -688,7 +696,7 @@ extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint
     job_desc_msg_t *existing;
     slurmpod_req_t req;
     char line[160];
-    int rc;
+    int rc, saved = errno;
 
     if (!sp_names_policy_fields(job_desc))
         return SLURM_SUCCESS; /* a hold, release, nice, dependency...: nothing the policy judges */
@@ -699,10 +707,12 @@ extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint
         snprintf(line, sizeof(line), "modify job=%u uid=%u verdict=reject rules=job-record-unreadable",
                  sp_modified_job_id(job_desc), submit_uid);
         sp_log(line);
+        errno = saved;
         return ESLURM_ACCESS_DENIED;
     }
     req = sp_merged(job_desc, existing, submit_uid);
     rc = sp_call(job_desc, &req, err_msg);
     sp_free_copy(existing);
+    errno = saved;
     return rc;
 }

@@ -13,6 +13,7 @@
  * which this host's copy_job_record_to_job_desc() returns (NULL when HOST_EXISTING is unset), as slurmctld's
  * does. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -130,9 +131,11 @@ static int modify(const char *spec, char *line, size_t len)
     d.segment_size = d.warn_flags = d.warn_signal = d.warn_time = 0; /* as slurm_init_job_desc_msg() leaves them */
     fill(&d, spec + strlen("modify:"));
     d.user_id = NO_VAL; /* as update_job sends it: the caller is submit_uid */
+    errno = 4242; /* a plugin leaves errno as it found it: slurmctld reads it after job_modify */
     rc = job_modify(&d, &record, uid, &err);
-    snprintf(line, len, "job=%s rc=%d time_limit=%u requeue=%u warn_signal=%u copies=%d frees=%d err=%s", spec, rc,
-             d.time_limit, d.requeue, d.warn_signal, copies, frees, err ? err : "-");
+    int after = errno;
+    snprintf(line, len, "job=%s rc=%d time_limit=%u requeue=%u warn_signal=%u copies=%d frees=%d errno=%d err=%s",
+             spec, rc, d.time_limit, d.requeue, d.warn_signal, copies, frees, after, err ? err : "-");
     free_strings(&d);
     free(err);
     return rc;

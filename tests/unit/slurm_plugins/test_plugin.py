@@ -291,8 +291,9 @@ def test_a_modification_is_judged_on_the_job_record_merged_with_the_change(built
     assert jobs["modify:time_limit=60,job_id=7"]["rc"] == "0"
     ok = jobs["modify:partition=high,time_limit=200,job_id=7"]
     assert (ok["rc"], ok["time_limit"], ok["requeue"]) == ("0", "200", str(0xFFFE)), ok
-    # every record copied was freed with Slurm's own function
+    # every record copied was freed with Slurm's own function, and errno is as the caller left it
     assert (ok["copies"], ok["frees"]) == ("5", "5"), ok
+    assert {j["errno"] for j in jobs.values()} == {"4242"}, jobs
     assert "modify job=7 user=root partition=high verdict=reject rules=tier-time-cap" in out.stderr
 
 
