@@ -677,16 +677,23 @@ static int sp_call(job_desc_msg_t *d, const slurmpod_req_t *r, char **err_msg)
     return rc;
 }
 
-/* errno as the caller had it: slurmctld reads errno after job_modify where a lookup returns NULL without
- * setting it (_retrieve_new_assoc in src/slurmctld/job_mgr.c, with no accounting), so one that Python or
- * this plugin left behind (EAGAIN) came back to the user as the update's error. */
+/* errno on return: 0 after success, else as the caller had it. slurmctld takes errno as the error of an
+ * update whose new association lookup returns NULL without setting it (_retrieve_new_assoc in
+ * src/slurmctld/job_mgr.c, with no accounting): an EAGAIN left behind, by Python or by the RPC thread's
+ * earlier socket reads (seen on 26.05), failed a valid partition change with "Resource temporarily
+ * unavailable". */
+static int sp_errno_after(int rc, int saved)
+{
+    return rc == SLURM_SUCCESS ? 0 : saved;
+}
+
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid, char **err_msg)
 {
     int saved = errno;
     slurmpod_req_t req = sp_submitted(job_desc, submit_uid);
     int rc = sp_call(job_desc, &req, err_msg);
 
-    errno = saved;
+    errno = sp_errno_after(rc, saved);
     return rc;
 }
 
@@ -698,8 +705,10 @@ extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint
     char line[160];
     int rc, saved = errno;
 
-    if (!sp_names_policy_fields(job_desc))
+    if (!sp_names_policy_fields(job_desc)) {
+        errno = 0;
         return SLURM_SUCCESS; /* a hold, release, nice, dependency...: nothing the policy judges */
+    }
     if (!sp_copy_job || !sp_free_desc || !job_ptr || !(existing = sp_copy_job(job_ptr))) {
         if (err_msg)
             *err_msg = slurm_xstrdup("rejected by cluster policy: the job's record could not be read to judge "
@@ -713,6 +722,6 @@ extern int job_modify(job_desc_msg_t *job_desc, struct job_record *job_ptr, uint
     req = sp_merged(job_desc, existing, submit_uid);
     rc = sp_call(job_desc, &req, err_msg);
     sp_free_copy(existing);
-    errno = saved;
+    errno = sp_errno_after(rc, saved);
     return rc;
 }

@@ -131,7 +131,7 @@ static int modify(const char *spec, char *line, size_t len)
     d.segment_size = d.warn_flags = d.warn_signal = d.warn_time = 0; /* as slurm_init_job_desc_msg() leaves them */
     fill(&d, spec + strlen("modify:"));
     d.user_id = NO_VAL; /* as update_job sends it: the caller is submit_uid */
-    errno = 4242; /* a plugin leaves errno as it found it: slurmctld reads it after job_modify */
+    errno = EAGAIN; /* left by the RPC thread's socket reads: slurmctld reads errno after job_modify */
     rc = job_modify(&d, &record, uid, &err);
     int after = errno;
     snprintf(line, len, "job=%s rc=%d time_limit=%u requeue=%u warn_signal=%u copies=%d frees=%d errno=%d err=%s",
