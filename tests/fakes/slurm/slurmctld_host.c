@@ -244,6 +244,7 @@ int main(int argc, char **argv)
         if (threads) {
             pthread_t t[64];
             thread_job = argv[i];
+            submit(thread_job, line, sizeof(line)); /* as a first job would: the plugin caches the caller's name */
             for (int k = 0; k < threads; k++)
                 pthread_create(&t[k], NULL, worker, NULL);
             for (int k = 0; k < threads; k++)
