@@ -11,6 +11,17 @@ from clusterkit import NAME, Session
 from slurmpod_host.cluster import well_known as host_wk
 
 POLICY_VOLUME = "policy"
+# A tier opened by account: refused at load where Slurm does not check --account (the default cluster),
+# trusted where it checks it against the user's associations (the accounting cluster).
+BY_ACCOUNT = """
+tiers:
+  - name: high
+    partitions: [high]
+    access: {accounts: [inference]}
+  - name: normal
+    partitions: [main]
+defaultTier: normal
+"""
 
 _STAMPS = itertools.count(1)
 

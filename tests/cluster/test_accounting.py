@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from clusterkit import Session, job, lift_requeue_hold, own_cluster, wait_for
-from policyvolume import PolicyVolume
+from policyvolume import BY_ACCOUNT, PolicyVolume
 
 from slurmpod import well_known as wk
 
@@ -42,16 +42,6 @@ REQUEUE_COMPLETE_WAIT_S = 300.0
 # accounting-setup waits for slurmdbd (backing off to 10 s), then adds the associations; slurmdbd sends
 # each to slurmctld as it is made. Ref: https://slurm.schedmd.com/sacctmgr.html
 ASSOCIATIONS_WAIT_S = 120.0
-# A tier opened by account: on this cluster Slurm checks --account against the user's associations.
-BY_ACCOUNT = """
-tiers:
-  - name: high
-    partitions: [high]
-    access: {accounts: [inference]}
-  - name: normal
-    partitions: [main]
-defaultTier: normal
-"""
 
 
 def _chart_associations() -> set[tuple[str, str]]:

@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import pytest
 from clusterkit import Session, job
-from policyvolume import PolicyVolume
+from policyvolume import BY_ACCOUNT, PolicyVolume
 from waiting import wait_for
 
 from slurmpod_host.cluster import runtime
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
-# The default cluster has no accounting: --account is whatever the user types.
-BY_ACCOUNT = """
-tiers:
-  - name: high
-    partitions: [high]
-    access: {accounts: [inference]}
-  - name: normal
-    partitions: [main]
-defaultTier: normal
-"""
 CPU_ONLY_MAIN = """
 tiers:
   - name: normal
