@@ -230,6 +230,21 @@ class TopologySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class K8sSyncSpec:
+    """k8s-sync on the controller (cluster.yaml `k8sSync`): Kubernetes node state -> Slurm drains, Slurm
+    node state -> worker pod label and condition, and the remediations the health checks ask for."""
+
+    enabled: bool = False  # needs the API (the chart's k8s-sync RBAC); the emulator has none
+    interval_seconds: int = 5  # a full pass at least this often; a Node change starts one at once
+    not_ready_grace_seconds: int = 60  # NotReady (or Unknown) this long before the drain
+    ready_settle_seconds: int = 10  # Ready again this long before that drain is lifted
+    restart_pod: bool = False  # delete the pod of a drained idle node whose health reason says "restart pod"
+    replace_node: bool = False  # taint and condition the node of one whose reason says "replace node"
+    max_remediations: int = 3  # across the cluster, per remediation_window_seconds
+    remediation_window_seconds: int = 3600
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSpec:
     cluster_name: str
     auth: wk.Auth
@@ -251,11 +266,14 @@ class ClusterSpec:
     """SrunPortRange: where srun listens for slurmstepd (login pods must accept it from workers)."""
     accounting: AccountingSpec = AccountingSpec()
     restapi: RestApiSpec = RestApiSpec()
+    k8s_sync: K8sSyncSpec = K8sSyncSpec()
 
 
 _TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nodeTimeoutSeconds", "partitions",
              "nodesets", "extraLines", "hooks", "cgroups", "topology", "policy", "mpiDefault", "srunPortRange",
-             "accounting", "restapi"}
+             "accounting", "restapi", "k8sSync"}
+_K8S_SYNC_KEYS = {"enabled", "intervalSeconds", "notReadyGraceSeconds", "readySettleSeconds", "remediation"}
+_REMEDIATION_KEYS = {"restartPod", "replaceNode", "maxActions", "perSeconds"}
 _TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
 PROVIDERS = ("auto", *(p.value for p in Provider))
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
@@ -361,6 +379,27 @@ def _topology(doc: Section) -> TopologySpec:
     return TopologySpec(source=source or d.source, provider=provider, unplaced=unplaced or d.unplaced,
                         block_sizes=tuple(s for s in sizes if s is not None), slinky_topology=slinky_name,
                         sync_interval_seconds=interval or d.sync_interval_seconds)
+
+
+def _k8s_sync(doc: Section) -> K8sSyncSpec:
+    d = K8sSyncSpec()
+    rem = doc.section("remediation", _REMEDIATION_KEYS)
+    return K8sSyncSpec(
+        enabled=bool(doc.flag("enabled")),
+        interval_seconds=_int_or(doc, "intervalSeconds", d.interval_seconds, 1, 300),
+        not_ready_grace_seconds=_int_or(doc, "notReadyGraceSeconds", d.not_ready_grace_seconds, 0, 86_400),
+        ready_settle_seconds=_int_or(doc, "readySettleSeconds", d.ready_settle_seconds, 0, 86_400),
+        restart_pod=bool(rem.flag("restartPod")),
+        replace_node=bool(rem.flag("replaceNode")),
+        max_remediations=_int_or(rem, "maxActions", d.max_remediations, 0, 10_000),
+        remediation_window_seconds=_int_or(rem, "perSeconds", d.remediation_window_seconds, 1, 7 * 86_400),
+    )
+
+
+def _int_or(doc: Section, key: str, default: int, low: int, high: int) -> int:
+    """The integer, or ``default`` when it is absent or wrong (a wrong one is a recorded problem)."""
+    value = doc.integer(key, default, low, high)
+    return default if value is None else value
 
 
 def _accounting(doc: Section) -> AccountingSpec:
@@ -519,6 +558,7 @@ def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
         topology=_topology(doc.section("topology", _TOPOLOGY_KEYS)),
         accounting=_accounting(doc.section("accounting", _ACCOUNTING_KEYS)),
         restapi=RestApiSpec(enabled=bool(doc.section("restapi", {"enabled"}).flag("enabled"))),
+        k8s_sync=_k8s_sync(doc.section("k8sSync", _K8S_SYNC_KEYS)),
     )
     p.raise_if_any()
     spec = build(ClusterSpec, optional={"mpi_default"}, **values)

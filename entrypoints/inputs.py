@@ -23,8 +23,8 @@ from slurmpod.prolog_epilog import task_env
 if TYPE_CHECKING:
     from slurmpod.entrypoints import cluster_spec
     from slurmpod.hardware import Gpu
+    from slurmpod.kube import access
     from slurmpod.slurm import SlurmClient
-    from slurmpod.topology import kubeapi
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ class StartInput:
     task_env: task_env.Inputs | None = None  # worker
     accounting_host: str | None = None  # controller with accounting: slurmdbd's host
     db_host: str | None = None  # accounting: slurmdbd's StorageHost
-    kube_api: kubeapi.Settings | None = None  # controller with the API topology source
+    kube_api: access.Settings | None = None  # controller with the API topology source
 
 
 def _default_gpus() -> tuple[Gpu, ...]:

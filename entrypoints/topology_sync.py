@@ -5,7 +5,7 @@ before slurmctld starts. `daemon topology-sync`, supervised beside slurmctld, th
 ``syncIntervalSeconds``: it re-renders from the same source and, only when the text changed, writes the
 file and runs `scontrol reconfigure` (slurmctld reads topology files only at start and reconfigure).
 Sources (cluster.yaml `topology.source`): `slurm` reads the placements workers registered
-(topology/extra_placements.py); `api` reads node labels and worker pods from the Kubernetes API (kubeapi.py).
+(topology/extra_placements.py); `api` reads node labels and worker pods from the Kubernetes API (slurmpod.kube).
 Ref: https://slurm.schedmd.com/topology.html ; https://slurm.schedmd.com/scontrol.html#OPT_reconfigure
 """
 
@@ -23,16 +23,19 @@ from slurmpod import podinfo, reasons, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, TopologyPlugin, TopologySource, load
 from slurmpod.errors import BadInput, SlurmpodError, TransientError
+from slurmpod.kube import access
+from slurmpod.kube.seam import Kube
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, SlurmClient
 from slurmpod.slurm_version import SlurmVersion
 from slurmpod.timing import Clock, SystemClock
-from slurmpod.topology import annotation, extra_placements, kube, kubeapi, sync
+from slurmpod.topology import annotation, extra_placements, kube, sync
 from slurmpod.topology.model import Format, Provider
 
 log = logging.getLogger(__name__)
 
-STEP_TIMEOUT = 30.0  # one scontrol call; a reconfigure of a busy controller takes a few seconds
+STEP_TIMEOUT = 30.0
+WORKER_SELECTOR = f"{wk.LABEL_ROLE}=worker"  # one scontrol call; a reconfigure of a busy controller takes a few seconds
 
 
 class Source(Protocol):
@@ -52,12 +55,12 @@ class SlurmSource:
 class ApiSource:
     """Kubernetes node labels and the worker pods of ``namespace``, from the API."""
 
-    def __init__(self, reader: kubeapi.Reader, namespace: str) -> None:
-        self._reader, self._namespace = reader, namespace
+    def __init__(self, api: Kube, namespace: str) -> None:
+        self._api, self._namespace = api, namespace
 
     def read(self) -> tuple[tuple[kube.KubeNode, ...], tuple[kube.WorkerPod, ...] | None]:
-        nodes = kube.parse_nodes(self._reader.nodes(), source="API nodes")
-        pods = kube.parse_worker_pods(self._reader.worker_pods(self._namespace), source="API pods")
+        nodes = kube.parse_nodes(self._api.list_nodes(), source="API nodes")
+        pods = kube.parse_worker_pods(self._api.list_pods(self._namespace, WORKER_SELECTOR), source="API pods")
         return nodes, pods
 
 
@@ -98,15 +101,17 @@ def render_now(tgt: Target, source: Source | None) -> str:
     return text
 
 
-def api_settings(spec: ClusterSpec, env: Mapping[str, str]) -> kubeapi.Settings | None:
+def api_settings(spec: ClusterSpec, env: Mapping[str, str]) -> access.Settings | None:
     """The API server and service account, read when the spec's topology source is the API."""
-    return kubeapi.in_cluster(env) if spec.topology.source is TopologySource.API else None
+    return access.in_cluster(env) if spec.topology.source is TopologySource.API else None
 
 
-def source_for(client: SlurmClient, namespace: str, api: kubeapi.Settings | None) -> Source:
+def source_for(client: SlurmClient, namespace: str, api: access.Settings | None) -> Source:
     """The API's nodes and worker pods of ``namespace`` when ``api`` is given, else what slurmctld holds."""
     if api is not None:
-        return ApiSource(kubeapi.Reader(api), namespace or "default")
+        from slurmpod.kube import library  # noqa: PLC0415 - the client library: only with the api source
+
+        return ApiSource(library.LibraryKube(api), namespace or "default")
     return SlurmSource(client)
 
 

@@ -60,7 +60,7 @@ MPI_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libopenmpi-dev")
 JWT_PLUGIN_PACKAGE = "slurm-wlm-jwt-plugin"
 
 # Third-party Python wheels installed into the venv of the base image (from the host wheelhouse).
-PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py")
+PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py", "kubernetes")
 
 
 @dataclass(frozen=True, slots=True)

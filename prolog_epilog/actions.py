@@ -1,6 +1,6 @@
 """What a run does about its findings in Slurm: drain, lift, re-assert — only by the ``reasons`` rules.
 
-- A failure drains with ``reasons.health(check, detail)``.
+- A failure drains with ``reasons.health(check, detail, remediation)``.
 - A node someone else drained (an admin, another tool) is never touched: not re-drained with our
   reason, never resumed.
 - The periodic run lifts a drain only when a health check set it, and only after
@@ -82,7 +82,7 @@ def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: S
         if failure is not None:
             if current.drained or (current.held and owner is reasons.Owner.OTHER):
                 return Action.KEPT  # ours already, or someone else's: never overwritten
-            reason = reasons.health(failure.check, failure.reason)
+            reason = reasons.health(failure.check, failure.reason, failure.remediation.value)
             slurm.drain(node, reason, timeout=RPC_TIMEOUT)
             reasserted = memory.get("drained_reason") is not None and context is Context.PERIODIC
             memory["drained_reason"] = reason

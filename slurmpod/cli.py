@@ -200,6 +200,10 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     acct = dsub.add_parser("accounting-setup",
                            help="register the cluster and the spec's QoS, accounts and users in slurmdbd (controller)")
     acct.set_defaults(handler=lazy("slurmpod.entrypoints.accounting_setup"))
+    ksync = dsub.add_parser("k8s-sync", help="controller: Kubernetes node state to Slurm drains, Slurm state to pods")
+    option(ksync, t, "--state-dir", env="SLURMPOD_K8S_SYNC_STATE_DIR", default=f"{wk.RUN_DIR}/k8s-sync",
+         help="where the remediation budget and the counters are kept")
+    ksync.set_defaults(handler=lazy("slurmpod.entrypoints.k8s_sync.daemon"))
 
 
 def _topology_commands(sub: Any, t: Twins) -> None:

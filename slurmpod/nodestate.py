@@ -38,6 +38,7 @@ class NodeState:
     flags: frozenset[str] = frozenset()
     reason: str = ""
     reason_user: str = ""  # reason_set_by_user: who set the reason
+    reason_time: int = 0  # reason_changed_at: when the reason was set, seconds since the epoch
     cpus: int = 0
     real_memory: int = 0  # MiB
     specialized_cores: int = 0  # CoreSpecCount
@@ -67,6 +68,11 @@ class NodeState:
     @property
     def not_responding(self) -> bool:
         return "NOT_RESPONDING" in self.flags
+
+    @property
+    def busy(self) -> bool:
+        """Jobs hold the node: allocated (all or part), or a job's epilog still running on it."""
+        return self.base in {"ALLOCATED", "MIXED"} or "COMPLETING" in self.flags
 
     @property
     def held(self) -> bool:
@@ -129,6 +135,7 @@ def from_json(node: dict[str, Any]) -> NodeState:
         flags=flags,
         reason=str(node.get("reason", "") or ""),
         reason_user=str(node.get("reason_set_by_user", "") or ""),
+        reason_time=number(node.get("reason_changed_at", 0)),
         cpus=number(node.get("cpus", 0)),
         real_memory=number(node.get("real_memory", 0)),
         specialized_cores=number(node.get("specialized_cores", 0)),

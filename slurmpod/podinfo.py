@@ -72,6 +72,15 @@ def identity(env: Mapping[str, str]) -> PodSelf:
                    role or env.get(wk.ENV_POD_ROLE, "worker"), Path(env.get(wk.ENV_RUN_DIR, wk.RUN_DIR)))
 
 
+def labels(env: Mapping[str, str]) -> dict[str, str]:
+    """The pod's labels (downward API), read leniently: none when the file is missing or unreadable."""
+    path = Path(env.get(wk.ENV_PODINFO_DIR, wk.PODINFO_DIR)) / wk.PODINFO_LABELS
+    try:
+        return dict(kubelet_format.parse(path.read_text(encoding="utf-8"), str(path)))
+    except (OSError, UnicodeDecodeError, BadInput):
+        return {}
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines (``render --env-file``): blank lines and # comments ignored."""
     try:

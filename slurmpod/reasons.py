@@ -4,7 +4,10 @@ slurmpod sets only reasons that start with ``slurmpod: `` and lifts only those, 
 slurmpod that set it:
 - lifecycle: ``slurmpod: pod terminating`` (preStop); a new pod of the same name lifts it;
 - health:    ``slurmpod: <check>: <detail>`` (the health checks); the periodic check lifts it after
-             enough clean runs.
+             enough clean runs. A failure whose remediation is more than a drain says so first:
+             ``slurmpod: <check>: restart pod: <detail>``, ``slurmpod: <check>: replace node: <detail>``;
+- k8s:       ``slurmpod: k8s: <why>`` (k8s-sync: the pod's Kubernetes node is cordoned or NotReady);
+             k8s-sync alone lifts it, once the cause is gone.
 Every other reason is someone else's (an admin's, or slurmctld's own such as "Not responding") and is
 never changed, shortened or lost: when slurmpod must delete and re-create a node record, it re-applies
 that reason byte for byte.
@@ -36,12 +39,16 @@ class Owner(enum.Enum):
     NONE = "none"  # no reason at all
     LIFECYCLE = "lifecycle"  # slurmpod's pod lifecycle (preStop)
     HEALTH = "health"  # slurmpod's health checks
+    K8S = "k8s"  # slurmpod's k8s-sync: the Kubernetes node is cordoned or NotReady
     SLURMCTLD = "slurmctld"  # slurmctld itself (node stopped answering)
     OTHER = "other"  # an admin, another tool: never touched
 
 
 # The health checks' reasons: "slurmpod: <check>: <detail>". A check name is a lowercase token.
 _LIFECYCLE = frozenset({POD_TERMINATING})
+K8S_PREFIX = f"{PREFIX}k8s: "
+# How a health reason names a remediation beyond the drain (prolog_epilog.result.Remediation values).
+REMEDIATION_LABELS = {"restart_pod": "restart pod", "replace_node": "replace node"}
 
 
 def owner(reason: str) -> Owner:
@@ -49,9 +56,11 @@ def owner(reason: str) -> Owner:
         return Owner.NONE
     if reason in _LIFECYCLE:
         return Owner.LIFECYCLE
+    if reason.startswith(K8S_PREFIX) and len(reason) > len(K8S_PREFIX):
+        return Owner.K8S
     if reason.startswith(PREFIX):
         check, sep, _detail = reason[len(PREFIX):].partition(": ")
-        if sep and check and all(c.isalnum() or c in "-_." for c in check):
+        if sep and check and check != "k8s" and all(c.isalnum() or c in "-_." for c in check):
             return Owner.HEALTH
         return Owner.OTHER  # looks like ours but is not a reason slurmpod writes: hands off
     if reason in SLURMCTLD_REASONS:
@@ -59,15 +68,46 @@ def owner(reason: str) -> Owner:
     return Owner.OTHER
 
 
-def health(check: str, detail: str) -> str:
-    """The reason a failed health check drains with, cut to fit MAX_OWN_REASON."""
-    if not check or not all(c.isalnum() or c in "-_." for c in check):
+def _one_line(text: str) -> str:
+    """One line of printable text: every control character (NUL, ESC, CR, LF ...) becomes a space."""
+    printable = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(printable.split())  # Slurm reasons are single-line
+
+
+def _fit(reason: str) -> str:
+    return reason if len(reason) <= MAX_OWN_REASON else reason[: MAX_OWN_REASON - 3] + "..."
+
+
+def health(check: str, detail: str, remediation: str = "drain") -> str:
+    """The reason a failed health check drains with, cut to fit MAX_OWN_REASON. ``remediation`` (a
+    prolog_epilog.result.Remediation value) is named first when it asks for more than the drain."""
+    if not check or not all(c.isalnum() or c in "-_." for c in check) or check == "k8s":
         raise ValueError(f"check name {check!r} is not a token")
-    text = " ".join(detail.split())  # one line: Slurm reasons are single-line
-    reason = f"{PREFIX}{check}: {text}"
-    if len(reason) > MAX_OWN_REASON:
-        reason = reason[: MAX_OWN_REASON - 3] + "..."
-    return reason
+    text = _one_line(detail)
+    label = REMEDIATION_LABELS.get(remediation)
+    if label is not None:
+        text = f"{label}: {text}"
+    elif any(text.startswith(f"{known}: ") for known in REMEDIATION_LABELS.values()):
+        text = f"({text})"  # a detail that reads like a remediation must never be taken for one
+    return _fit(f"{PREFIX}{check}: {text}")
+
+
+def remediation_of(reason: str) -> str:
+    """The remediation a health reason names ("restart_pod", "replace_node"), else "drain"; "" when the
+    reason is not a health check's."""
+    check = health_check_of(reason)
+    if check is None:
+        return ""
+    detail = reason[len(PREFIX) + len(check) + 2:]
+    return next((value for value, label in REMEDIATION_LABELS.items() if detail.startswith(f"{label}: ")), "drain")
+
+
+def k8s(why: str) -> str:
+    """The reason k8s-sync drains with: ``slurmpod: k8s: <why>``, one line, cut to fit."""
+    text = _one_line(why)
+    if not text:
+        raise ValueError("a k8s reason needs a cause")
+    return _fit(K8S_PREFIX + text)
 
 
 def health_check_of(reason: str) -> str | None:
@@ -88,7 +128,7 @@ class Hold:
     @property
     def foreign(self) -> bool:
         """Held for a reason slurmpod's lifecycle code must keep (an admin's, a health check's)."""
-        return self.held and self.owner in {Owner.OTHER, Owner.HEALTH}
+        return self.held and self.owner in {Owner.OTHER, Owner.HEALTH, Owner.K8S}
 
 
 def hold(state: NodeState) -> Hold:
@@ -119,10 +159,16 @@ def topology_may_lift(state: NodeState, value: str) -> bool:
     return state.drained and state.reason == TOPOLOGY_FAILED.format(value)
 
 
+def k8s_may_lift(state: NodeState) -> bool:
+    """k8s-sync may lift the drains it set, and nothing else."""
+    return owner(state.reason) is Owner.K8S
+
+
 def reaper_may_delete(state: NodeState) -> bool:
-    """A dynamic node whose pod is gone: not responding, and no reason anyone chose to keep."""
+    """A dynamic node whose pod is gone: not responding, and no reason anyone chose to keep. k8s-sync's
+    reason was about the pod's Kubernetes node, which a gone pod no longer has."""
     return (
         state.dynamic
         and state.not_responding
-        and owner(state.reason) in {Owner.NONE, Owner.LIFECYCLE, Owner.SLURMCTLD}
+        and owner(state.reason) in {Owner.NONE, Owner.LIFECYCLE, Owner.SLURMCTLD, Owner.K8S}
     )

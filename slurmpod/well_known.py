@@ -206,6 +206,15 @@ LABEL_NEBIUS_TIER_PREFIX = "topology.nebius.com/tier-"  # + 0..2
 # Set by admins on nodes, copied to worker pods by Slinky's pod-binding webhook: "topo:unit[,topo:unit]".
 # Ref: https://github.com/SlinkyProject/slurm-operator/blob/main/docs/usage/topology.md
 ANNOTATION_SLINKY_TOPOLOGY = "topology.slinky.slurm.net/spec"
+# Node annotations that give a cordon its reason (ours, then Slinky slurm-operator's).
+ANNOTATION_CORDON_REASON = "slurmpod.io/cordon-reason"
+ANNOTATION_SLINKY_CORDON_REASON = "nodeset.slinky.slurm.net/node-cordon-reason"
+# What k8s-sync writes: the worker pod's Slurm state (label and condition), and on a node to be
+# repaired a taint and a condition naming the health check.
+LABEL_SLURM_STATE = "slurmpod.io/slurm-state"
+CONDITION_SLURM_NODE = "slurmpod.io/SlurmNode"
+TAINT_HARDWARE_FAULT = "slurmpod.io/hardware-fault"
+CONDITION_HARDWARE_FAULT = "SlurmpodHardwareFault"
 # The in-cluster API: env set by kubelet in every pod; files mounted from the pod's service account.
 # Ref: https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/#without-using-a-proxy
 ENV_KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"

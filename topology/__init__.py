@@ -12,7 +12,6 @@ Modules, each with one job (docs/topology.md has the choices):
   render_yaml   topology.yaml (Slurm 25.05+)
   node_topology the per-node `Topology=` registration value (Slurm 25.05+)
   sync          previous rendering + current nodes/pods -> what changed and what to do
-  kubeapi       a read-only Kubernetes API reader (nodes, worker pods)
   extra_placements  placements the workers registered with slurmctld (`slurmd --extra`) -> nodes
   render_cli    `slurmpod topology render`
 """

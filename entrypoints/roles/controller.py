@@ -61,6 +61,9 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
     if spec.topology_plugin != "none":
         # Re-renders the topology as worker pods come and go; reconfigures only on a change.
         progs.append(programs.slurmpod_task("topology-sync", ["daemon", "topology-sync"], restart="true"))
+    if spec.k8s_sync.enabled:
+        # Kubernetes node state -> Slurm drains; Slurm node state -> worker pod label and condition.
+        progs.append(programs.slurmpod_task("k8s-sync", ["daemon", "k8s-sync"], restart="true"))
     return RolePlan(None, tuple(files), tuple(dirs), tuple(progs))
 
 

@@ -26,6 +26,7 @@ from slurmpod_host.cluster import (
     netenforce,
     netpolicy,
     network,
+    no_api,
     podspec,
     runtime,
     slurmstate,
@@ -178,6 +179,7 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
     # The Secrets a user creates once per cluster: the auth key (generated below) and the login host key.
     bundle = cluster_auth.configure(manifests.load(manifests_dir or manifests.default_dir()), auth,
                                     ssh_host_key=runtime.ssh_host_key(client, login_image))
+    bundle = no_api.configure(bundle)
     cpu, memory = _node_resources()
     subnet = network.choose_subnet(name, runtime.taken_subnets(client))
     params = podspec.ClusterParams(

@@ -28,7 +28,7 @@ from typing import Any
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, Problem
 from slurmpod.problems import Problems
-from slurmpod_host.cluster import quantity
+from slurmpod_host.cluster import no_api, quantity
 from slurmpod_host.cluster.downward import PodMeta, field_value
 from slurmpod_host.cluster.expansion import expand
 from slurmpod_host.cluster.manifests import Bundle, Document
@@ -468,6 +468,7 @@ def plan_cluster(bundle: Bundle, params: ClusterParams,
     """
     validate_params(params.name, params.workers)
     problems = Problems()
+    bundle = no_api.configure(bundle)  # no API server here: no ServiceAccount token, no k8s-sync
     secrets = {d.name: resolve_secret(d.body, d.where, generate, problems) for d in bundle.of_kind("Secret")}
     hosts = [str(h) for h in params.subnet.hosts()]
     ips = [h for h in hosts if h != params.gateway]
@@ -499,6 +500,7 @@ def plan_pod(bundle: Bundle, params: ClusterParams, statefulset: str, ordinal: i
     if doc is None:
         raise BadInput.one("statefulset", statefulset, "no such StatefulSet in the manifests")
     problems = Problems()
+    bundle = no_api.configure(bundle)  # no API server here: no ServiceAccount token, no k8s-sync
     secrets = {d.name: resolve_secret(d.body, d.where, generate, problems) for d in bundle.of_kind("Secret")}
     plans = _statefulset(doc, _Shared(params, bundle, secrets), [ip], problems, ordinals=(ordinal,))
     if problems or not plans:

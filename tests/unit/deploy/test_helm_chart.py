@@ -47,6 +47,8 @@ VARIANTS: dict[str, list[str]] = {
                "--set=nodesets.gpu.slurmd.image.tag=24.11",
                "--set=nodesets.gpu.disruptionBudget.enabled=true",
                "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2"],
+    "no-k8s-sync": ["--set=k8sSync.enabled=false", "--set=nodesets.workers.disruptionBudget.maxUnavailable=2"],
+    "remediation": ["--set=k8sSync.remediation.restartPod=true", "--set=k8sSync.remediation.replaceNode=true"],
     "policy-lua": ["--set=cluster.policy=lua"],
     "cgroup-v1": ["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=hostV1",
                   "--set=nodesets.workers.cgroup.acceptNodeRootEquivalent=true"],
@@ -151,9 +153,62 @@ def test_scaled_nodesets_get_their_own_statefulset_budget_and_slurm_nodeset() ->
     assert gpu["spec"]["replicas"] == 4
     assert gpu["spec"]["template"]["spec"]["priorityClassName"] == "slurmpod-inference"
     assert gpu["spec"]["template"]["metadata"]["labels"]["slurmpod.io/nodeset"] == "gpu"
-    assert _find(docs, "PodDisruptionBudget", "slurmpod-worker-gpu")["spec"]["maxUnavailable"] == 2
+    # k8s-sync is on: each nodeset's budget protects its busy workers only, whatever maxUnavailable says.
+    pdb = _find(docs, "PodDisruptionBudget", "slurmpod-worker-gpu")["spec"]
+    assert pdb["maxUnavailable"] == 0
+    assert pdb["selector"]["matchLabels"]["slurmpod.io/slurm-state"] == "allocated"
+    assert pdb["selector"]["matchLabels"]["slurmpod.io/nodeset"] == "gpu"
     spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
     assert spec["nodesets"] == [{"name": "gpu", "feature": "gpu"}, {"name": "workers", "feature": "workers"}]
+
+
+def test_without_k8s_sync_the_budget_is_max_unavailable_and_the_controller_has_no_api_access() -> None:
+    docs = RENDERS["no-k8s-sync"]
+    pdb = _find(docs, "PodDisruptionBudget", "slurmpod-worker")["spec"]
+    assert pdb["maxUnavailable"] == 2 and "slurmpod.io/slurm-state" not in pdb["selector"]["matchLabels"]
+    pod = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]
+    assert "serviceAccountName" not in pod and pod["automountServiceAccountToken"] is False
+    assert not [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "Role")]
+    spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
+    assert spec["k8sSync"]["enabled"] is False
+
+
+def test_k8s_sync_settings_reach_the_cluster_spec_and_parse() -> None:
+    text = _find(RENDERS["remediation"], "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"]
+    parsed = cluster_spec.parse(yaml.safe_load(text)).k8s_sync
+    assert parsed == cluster_spec.K8sSyncSpec(enabled=True, interval_seconds=5, not_ready_grace_seconds=60,
+                                              ready_settle_seconds=10, restart_pod=True, replace_node=True,
+                                              max_remediations=3, remediation_window_seconds=3600)
+
+
+def _rules_of(docs: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
+    """(kind, namespace, resource) -> verbs, over the controller's Roles and ClusterRoles."""
+    out = {}
+    for d in docs:
+        if d["kind"] in ("ClusterRole", "Role") and d["metadata"]["name"].startswith("slurmpod-controller"):
+            for rule in d["rules"]:
+                for resource in rule["resources"]:
+                    out[(d["kind"], d["metadata"].get("namespace", ""), resource)] = rule["verbs"]
+    return out
+
+
+def test_the_controller_rbac_grants_what_its_daemons_use_and_no_more() -> None:
+    assert _rules_of(RENDERS["default"]) == {
+        ("ClusterRole", "", "nodes"): ["get", "list", "watch"],
+        ("Role", "slurmpod", "pods"): ["get", "list", "patch", "watch"],
+        ("Role", "slurmpod", "pods/status"): ["patch"],
+        ("Role", "slurmpod", "events"): ["create"]}
+    assert _rules_of(RENDERS["remediation"]) == {
+        ("ClusterRole", "", "nodes"): ["get", "list", "patch", "watch"],
+        ("ClusterRole", "", "nodes/status"): ["patch"],
+        ("Role", "slurmpod", "pods"): ["delete", "get", "list", "patch", "watch"],
+        ("Role", "slurmpod", "pods/status"): ["patch"],
+        ("Role", "slurmpod", "events"): ["create"],
+        ("Role", "default", "events"): ["create"]}
+    assert _rules_of(_template("--set=k8sSync.enabled=false", "--set=topology.apiAccess=true")) == {
+        ("ClusterRole", "", "nodes"): ["get", "list", "watch"],
+        ("Role", "slurmpod", "pods"): ["get", "list", "watch"]}
+    assert _rules_of(_template("--set=rbac.create=false")) == {}
 
 
 def test_policy_lua_reaches_the_cluster_spec() -> None:
@@ -161,10 +216,10 @@ def test_policy_lua_reaches_the_cluster_spec() -> None:
     assert spec["policy"] == "lua"
 
 
-def test_topology_api_access_runs_the_controller_as_the_reader() -> None:
+def test_topology_api_access_runs_the_controller_under_its_account() -> None:
     docs = RENDERS["topology"]
     pod = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]
-    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("slurmpod-topology-reader", True)
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("slurmpod-controller", True)
     for name in ("slurmpod-worker", "slurmpod-login"):
         assert _find(docs, "StatefulSet", name)["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
     spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
@@ -206,7 +261,6 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
      "nodesets.workers.slurmd.image.tag: must be set"),
     (["--set=cluster.auth=kerberos"], 'cluster.auth: "kerberos"'),
     (["--set=nodesets.workers.priorityClass=urgent"], 'nodesets.workers.priorityClass: "urgent"'),
-    (["--set=topology.apiAccess=true", "--set=topology.rbac.create=false"], "topology.apiAccess"),
     (["--set=nodesets.workers.cgroup.access=privileged"], 'nodesets.workers.cgroup.access: "privileged"'),
     (["--set=cluster.cgroups=true"], "nodesets.workers.cgroup.access: none, but cluster.cgroups is true"),
     # node-root-equivalent access only when the values say they accept it
@@ -236,7 +290,7 @@ def _emulate(tmp_path: Path, variant: str) -> list[str]:
 
 
 @pytest.mark.parametrize("variant", ["default", "digest", "scaled", "policy-lua", "accounting", "cgroup-v1",
-                                     "cgroup-v2"])
+                                     "cgroup-v2", "no-k8s-sync", "remediation"])
 def test_the_emulator_runs_the_render(tmp_path: Path, variant: str) -> None:
     names = _emulate(tmp_path, variant)
     if variant == "accounting":  # database, slurmdbd, controller first; slurmrestd after login
@@ -249,7 +303,8 @@ def test_the_emulator_runs_the_render(tmp_path: Path, variant: str) -> None:
 
 
 def test_the_emulator_refuses_an_api_token_it_cannot_emulate(tmp_path: Path) -> None:
-    """topology.apiAccess mounts a ServiceAccount token: stated as not emulated, never silently dropped."""
+    """topology.apiAccess mounts a ServiceAccount token the topology sync needs: stated as not emulated,
+    never silently dropped (k8s-sync's alone is dropped with k8s-sync: host/cluster/no_api.py)."""
     reasons = _emulate(tmp_path, "topology")
     assert any("controller" in r and "serviceAccountName" in r for r in reasons), reasons
     assert any("controller" in r and "automountServiceAccountToken" in r for r in reasons), reasons
@@ -318,7 +373,8 @@ def test_network_policies_allow_exactly_the_ports_the_cluster_uses() -> None:
     assert _rules(pols["controller"], "ingress") == {(r, "TCP", 6817, None)
                                                      for r in ("worker", "login", "accounting", "restapi")}
     assert _rules(pols["controller"], "egress") == DNS | {
-        ("worker", "TCP", 6818, None), ("login", *SRUN), ("worker", *SRUN), ("accounting", "TCP", 6819, None)}
+        ("worker", "TCP", 6818, None), ("login", *SRUN), ("worker", *SRUN), ("accounting", "TCP", 6819, None),
+        ("*", "TCP", 443, None), ("*", "TCP", 6443, None)}  # k8s-sync: the API server
     assert _rules(pols["worker"], "ingress") == {
         ("controller", "TCP", 6818, None), ("login", "TCP", 6818, None), ("login", "TCP", 22, None),
         ("controller", *SRUN), ("worker", "TCP", None, None)}  # PMIx: ephemeral ports between workers

@@ -43,7 +43,8 @@ def test_a_failure_drains_with_the_checks_reason(state: StateDir, context: Conte
     assert _run(slurm, state, context, BAD) is Action.DRAINED
     node = slurm.nodes_by_name[NODE]
     assert node.drained
-    assert node.reason == "slurmpod: remap: row remap pending: GPU 1 needs a reset"
+    # The remap check asks for a pod restart (a GPU reset): the reason says so for k8s-sync.
+    assert node.reason == "slurmpod: remap: restart pod: row remap pending: GPU 1 needs a reset"
     assert reasons.owner(node.reason) is reasons.Owner.HEALTH
 
 

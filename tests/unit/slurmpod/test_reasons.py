@@ -30,10 +30,14 @@ HEALTH = "slurmpod: gpu-ecc: GPU 3 uncorrectable ECC errors: 2"
         ("admin: PSU swap", Owner.OTHER),
         (ADMIN_REASON_300, Owner.OTHER),
         (" slurmpod: pod terminating", Owner.OTHER),
+        ("slurmpod: k8s: cordoned", Owner.K8S),
+        ("slurmpod: k8s: node not ready", Owner.K8S),
+        ("slurmpod: k8s: ", Owner.OTHER),
     ],
     ids=["none", "lifecycle", "health", "health-dotted-check", "lifecycle-lookalike", "prefix-no-check",
          "prefix-bad-check", "prefix-empty-check", "prefix-no-space", "slurmctld-not-responding",
-         "slurmctld-rebooted", "lowercase-not-slurmctld", "admin", "admin-300-quoted", "leading-space"],
+         "slurmctld-rebooted", "lowercase-not-slurmctld", "admin", "admin-300-quoted", "leading-space",
+         "k8s-cordon", "k8s-not-ready", "k8s-no-cause"],
 )
 def test_owner(reason: str, owner: Owner) -> None:
     assert reasons.owner(reason) is owner
@@ -62,7 +66,8 @@ def test_health_reason_is_cut_to_the_limit() -> None:
     assert reasons.health_check_of(reason) == "gpu-ecc"
 
 
-@pytest.mark.parametrize("check", ["", "gpu ecc", "gpu:ecc", "gpu\necc"], ids=["empty", "space", "colon", "newline"])
+@pytest.mark.parametrize("check", ["", "gpu ecc", "gpu:ecc", "gpu\necc", "k8s"],
+                         ids=["empty", "space", "colon", "newline", "k8s-sync-s-own"])
 def test_health_refuses_a_check_that_is_not_a_token(check: str) -> None:
     with pytest.raises(ValueError, match="not a token"):
         reasons.health(check, "detail")
@@ -76,6 +81,38 @@ def test_health_check_of_other_reasons_is_none(reason: str) -> None:
 
 def _node(base: str, flags: set[str], reason: str) -> NodeState:
     return NodeState("w-0", base, frozenset(flags), reason)
+
+
+@pytest.mark.parametrize(("remediation", "want", "parsed"), [
+    ("drain", "slurmpod: gpu.xid: XID 13", "drain"),
+    ("none", "slurmpod: gpu.xid: XID 13", "drain"),
+    ("restart_pod", "slurmpod: gpu.xid: restart pod: XID 13", "restart_pod"),
+    ("replace_node", "slurmpod: gpu.xid: replace node: XID 13", "replace_node"),
+], ids=["drain", "none", "restart-pod", "replace-node"])
+def test_a_health_reason_names_its_remediation(remediation: str, want: str, parsed: str) -> None:
+    reason = reasons.health("gpu.xid", "XID 13", remediation)
+    assert reason == want and reasons.remediation_of(reason) == parsed
+    assert reasons.health_check_of(reason) == "gpu.xid"
+
+
+@pytest.mark.parametrize("detail", ["replace node: spoofed", "restart pod: spoofed"])
+def test_a_detail_that_reads_like_a_remediation_is_never_one(detail: str) -> None:
+    reason = reasons.health("mounts", detail)
+    assert reasons.remediation_of(reason) == "drain"
+    assert detail in reason
+
+
+@pytest.mark.parametrize("reason", ["replace node: an admin", "slurmpod: k8s: cordoned", "slurmpod: pod terminating"])
+def test_only_health_reasons_carry_a_remediation(reason: str) -> None:
+    assert reasons.remediation_of(reason) == ""
+
+
+def test_k8s_reason_is_one_printable_line_cut_to_fit() -> None:
+    reason = reasons.k8s("cordoned: a\nb\x00c\x1b[31m" + "x" * 1000)
+    assert reason.startswith("slurmpod: k8s: cordoned: a b c [31m")
+    assert reason.isprintable() and len(reason) == reasons.MAX_OWN_REASON
+    with pytest.raises(ValueError, match="cause"):
+        reasons.k8s(" \n ")
 
 
 DRAIN = {"DYNAMIC_NORM", "DRAIN"}
@@ -96,6 +133,8 @@ TABLE = [
     (_node("DOWN", GONE, ADMIN_REASON_300), True, False, False, False),
     (_node("DOWN", {"NOT_RESPONDING"}, ""), False, False, False, False),
     (_node("IDLE", {"DYNAMIC_NORM"}, ADMIN_REASON_300), False, False, False, False),
+    (_node("IDLE", DRAIN, "slurmpod: k8s: cordoned"), True, False, False, False),
+    (_node("DOWN", GONE | {"DRAIN"}, "slurmpod: k8s: cordoned"), True, False, False, True),
 ]
 
 
@@ -103,7 +142,8 @@ TABLE = [
     ("node", "foreign", "lifecycle", "health", "reap"),
     TABLE,
     ids=["free", "our-drain", "health-drain", "admin-drain", "down-admin", "down-health", "gone-slurmctld",
-         "gone-no-reason", "gone-our-drain", "gone-health", "gone-admin", "static-gone", "reason-not-held"],
+         "gone-no-reason", "gone-our-drain", "gone-health", "gone-admin", "static-gone", "reason-not-held",
+         "k8s-drain", "gone-k8s-drain"],
 )
 def test_decisions(node: NodeState, foreign: bool, lifecycle: bool, health: bool, reap: bool) -> None:
     hold = reasons.hold(node)
@@ -114,4 +154,5 @@ def test_decisions(node: NodeState, foreign: bool, lifecycle: bool, health: bool
     assert reasons.reaper_may_delete(node) is reap
     # No decision ever lets two parts of slurmpod act on the same reason.
     assert not (lifecycle and health)
-    assert not (reap and foreign)
+    assert not (reap and foreign) or reasons.owner(node.reason) is Owner.K8S
+    assert not (reasons.k8s_may_lift(node) and (lifecycle or health))

@@ -43,7 +43,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "slurmpod.podCommon" -}}
 terminationGracePeriodSeconds: {{ .grace }}
 {{- if .serviceAccount }}
-# The topology sync reads the API (values topology.apiAccess).
+# The controller's daemons use the API (values topology.apiAccess, k8sSync.enabled).
 serviceAccountName: {{ .serviceAccount }}
 automountServiceAccountToken: true
 {{- else }}

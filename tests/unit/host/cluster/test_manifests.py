@@ -50,8 +50,8 @@ def test_schemas_are_local() -> None:
 def test_bundle_has_every_object() -> None:
     kinds = sorted((d.kind, d.name) for d in DOCS)
     assert kinds == [
-        ("ClusterRole", "topology-reader"),
-        ("ClusterRoleBinding", "topology-reader"),
+        ("ClusterRole", "controller"),
+        ("ClusterRoleBinding", "controller"),
         ("ConfigMap", "cluster"),
         ("ConfigMap", "policy"),
         ("NetworkPolicy", "controller"),
@@ -61,10 +61,10 @@ def test_bundle_has_every_object() -> None:
         ("PodDisruptionBudget", "worker"),
         ("PriorityClass", "inference"),
         ("PriorityClass", "training"),
-        ("Role", "topology-reader"),
-        ("RoleBinding", "topology-reader"),
+        ("Role", "controller"),
+        ("RoleBinding", "controller"),
         ("Service", "slurm"),
-        ("ServiceAccount", "topology-reader"),
+        ("ServiceAccount", "controller"),
         ("StatefulSet", "controller"),
         ("StatefulSet", "login"),
         ("StatefulSet", "worker"),

@@ -28,7 +28,7 @@ def test_download_command_targets_the_image_python(flavor: str, py: str, abi: st
     assert values_after(cmd, "--dest") == ["/wh"]
     assert {"manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"} <= set(
         values_after(cmd, "--platform"))
-    assert cmd[-6:] == ["jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py", "pip"]
+    assert cmd[-7:] == ["jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py", "kubernetes", "pip"]
 
 
 def test_slurmpod_wheel_command_has_no_deps() -> None:
