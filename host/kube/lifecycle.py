@@ -258,6 +258,36 @@ def down(layout: Layout, client: Any, out: TextIO = sys.stdout) -> leftovers.Lef
     return left
 
 
+# The daemons a test may stop and start again on a running cluster: the API server (an API that does not
+# answer) and the kubelet (a node that goes NotReady while its pods keep running under Docker).
+RESTARTABLE = ("kube-apiserver", "kubelet")
+
+
+def stop_one(layout: Layout, name: str) -> None:
+    """Stop one daemon of a running cluster; its pods (containers) are left as they are."""
+    if name not in RESTARTABLE:
+        raise PermanentError(f"{name}: only {', '.join(RESTARTABLE)} may be stopped on a running cluster")
+    procs.stop(layout.run, [name])
+
+
+def start_one(layout: Layout, name: str) -> float:
+    """Start one stopped daemon again with its configuration from `up`; seconds until it answers."""
+    if name not in RESTARTABLE:
+        raise PermanentError(f"{name}: only {', '.join(RESTARTABLE)} may be started again")
+    started = time.monotonic()
+    daemons = {d.name: d for d in components.all_daemons(layout)}
+    if procs.running(layout.run, name) is None:
+        procs.start(daemons[name], layout.run, layout.logs)
+    if name == "kube-apiserver":
+        admin = api.Client.from_kubeconfig(layout.kubeconfig)
+        wait_for("kube-apiserver ready", lambda: admin.get_text("/readyz") == "ok" or None, API_TIMEOUT_S,
+                 layout, "kube-apiserver")
+    else:
+        wait_for("kubelet healthy", lambda: _http_ok("http://127.0.0.1:10248/healthz"), NODE_TIMEOUT_S,
+                 layout, "kubelet")
+    return time.monotonic() - started
+
+
 def status(layout: Layout, out: TextIO = sys.stdout) -> bool:
     now = running(layout)
     for name, pid in now.items():

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubekit import NAMESPACE, POD_COUNT, READY_TIMEOUT_S, RELEASE, Kube, note
+from kubekit import NAMESPACE, POD_COUNT, READY_TIMEOUT_S, RELEASE, Kube, note, session_values
 
 from slurmpod.errors import PermanentError
 from slurmpod_host.cluster import demo
@@ -24,7 +24,7 @@ from slurmpod_host.kube import release
 from slurmpod_host.kube.layout import Layout
 
 ORDER = ("test_pods_ready.py", "test_jobs.py", "test_downward_api.py", "test_probes.py", "test_topology_api.py",
-         "test_policy_configmap.py", "test_bad_values.py", "test_delete_pod.py", "test_drain_pdb.py",
+         "test_policy_configmap.py", "test_bad_values.py", "test_delete_pod.py", "test_k8s_sync.py",
          "test_upgrade.py", "test_teardown.py")
 UP_TIMEOUT_S = 900  # a cold control-plane build is 6-8 min on 2 cores; a cached one is about 20 s
 
@@ -60,7 +60,7 @@ def kube(docker_client: Any, layout: Layout) -> Iterator[Kube]:
         pytest.fail(f"slurmpod k8s up failed (exit {up.returncode}):\n{up.stdout}\n{up.stderr}", pytrace=False)
     chart = release.Chart(find_repo(), RELEASE, NAMESPACE)
     k = Kube(layout, chart, flavor)
-    installed = release.install(layout, chart, release.flavor_values(flavor))
+    installed = release.install(layout, chart, session_values(flavor))
     if installed.returncode != 0:
         pytest.fail(f"helm install failed:\n{installed.stdout}\n{installed.stderr}", pytrace=False)
     try:

@@ -26,6 +26,16 @@ READY_TIMEOUT_S = 240.0
 PROBE_PERIOD_S, PROBE_TIMEOUT_S, PROBE_FAILURES = 10, 8, 3
 NOT_READY_BOUND_S = PROBE_PERIOD_S * PROBE_FAILURES + PROBE_TIMEOUT_S
 WORKER_SELECTOR = f"{wk.LABEL_ROLE}=worker"
+# The session release's k8s-sync: short waits, so the NotReady test takes the node controller's grace
+# (40 s, kube-controller-manager --node-monitor-grace-period) and little more.
+K8S_SYNC_INTERVAL_S, NOT_READY_GRACE_S, READY_SETTLE_S = 2, 5, 5
+SESSION_VALUES = [f"--set=k8sSync.intervalSeconds={K8S_SYNC_INTERVAL_S}",
+                  f"--set=k8sSync.notReadyGraceSeconds={NOT_READY_GRACE_S}",
+                  f"--set=k8sSync.readySettleSeconds={READY_SETTLE_S}"]
+
+
+def session_values(flavor: str) -> list[str]:
+    return [*release.flavor_values(flavor), *SESSION_VALUES]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +73,25 @@ class Kube:
 
     def scontrol(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.exec(self.controller, "scontrol", *args, timeout=30)
+
+    def direct(self, pod: str, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """``argv`` in the pod's main container through Docker, not the API server: works while the API
+        server or the kubelet is stopped (dockershim names containers k8s_<container>_<pod>_<ns>_...)."""
+        listed = subprocess.run(["docker", "ps", "-q", "--filter", f"label=io.kubernetes.pod.name={pod}",
+                                 "--filter", f"label=io.kubernetes.pod.namespace={NAMESPACE}",
+                                 "--filter", "label=io.kubernetes.docker.type=container"],
+                                capture_output=True, text=True, timeout=30, check=True)
+        ids = listed.stdout.split()
+        assert len(ids) == 1, f"{pod}: containers {ids}"
+        return subprocess.run(["docker", "exec", ids[0], *argv], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def slurm_node(self, node: str) -> tuple[set[str], str]:
+        """The Slurm node's state flags and reason, read in the controller through Docker."""
+        done = self.direct(self.controller, "scontrol", "show", "node", node, "--json", timeout=30)
+        assert done.returncode == 0, done.stderr
+        (n,) = json.loads(done.stdout)["nodes"]
+        return {str(s) for s in n.get("state", [])}, str(n.get("reason") or "")
 
     def node_state(self, node: str) -> set[str]:
         done = self.exec(self.controller, "scontrol", "show", "node", node, "--json", timeout=30)

@@ -14,9 +14,10 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from kubekit import NAMESPACE, RELEASE, Kube
+from kubekit import NAMESPACE, RELEASE, Kube, session_values
 
 from slurmpod import podinfo
+from slurmpod import well_known as wk
 from slurmpod_host.cluster import auth, manifests, podspec
 from slurmpod_host.kube import release
 
@@ -30,12 +31,15 @@ EMULATOR_ONLY_LABELS = {"apps.kubernetes.io/pod-index"}
 API_SERVER_ONLY_ANNOTATIONS = {"seccomp.security.alpha.kubernetes.io/pod"}
 # Values that differ by nature: the controller's own template hash, the kubelet's clock.
 DIFFERENT_VALUES = {"controller-revision-hash", "kubernetes.io/config.seen"}
+# Written by k8s-sync after the pod starts (the Slurm state), so the kubelet projects it too; no pod
+# input reads it.
+LIVE_LABELS = {wk.LABEL_SLURM_STATE}
 RFC3339_NANO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z")
 
 
 def _emulated(kube: Kube, pod: str, tmp_path: Path) -> podinfo.PodInfo:
     rendered = release.helm(kube.layout, kube.chart, "template", RELEASE, str(kube.chart.path), "-n", NAMESPACE,
-                            *release.flavor_values(kube.flavor))
+                            *session_values(kube.flavor))
     assert rendered.returncode == 0, rendered.stderr
     src = tmp_path / "manifests"
     src.mkdir()
@@ -63,7 +67,9 @@ def _real(kube: Kube, pod: str, tmp_path: Path) -> podinfo.PodInfo:
     for name in ("labels", "annotations"):
         got = kube.exec(pod, "cat", f"/etc/podinfo/{name}")
         assert got.returncode == 0, got.stderr
-        (files / name).write_text(got.stdout)
+        lines = [line for line in got.stdout.splitlines(keepends=True)
+                 if line.split("=", 1)[0] not in LIVE_LABELS]
+        (files / name).write_text("".join(lines))
     # The kubelet's atomic writer: each file is a symlink into ..data, itself a symlink to a stamped dir.
     # Ref: https://github.com/kubernetes/kubernetes/blob/v1.20.2/pkg/volume/util/atomic_writer.go
     link = kube.exec(pod, "readlink", "/etc/podinfo/labels", "/etc/podinfo/..data")
@@ -95,4 +101,4 @@ def test_downward_api_parses_into_the_emulators_podinfo(kube: Kube, tmp_path: Pa
     assert RFC3339_NANO.fullmatch(real.annotations["kubernetes.io/config.seen"])
     assert RFC3339_NANO.fullmatch(emulated.annotations["kubernetes.io/config.seen"])
     assert real.labels["controller-revision-hash"] == obj["metadata"]["labels"]["controller-revision-hash"]
-    assert real.labels == obj["metadata"]["labels"]
+    assert real.labels == {k: v for k, v in obj["metadata"]["labels"].items() if k not in LIVE_LABELS}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from kubekit import NAMESPACE, READY_TIMEOUT_S, RELEASE, WORKER_SELECTOR, WORKERS, Kube, note
+from kubekit import NAMESPACE, READY_TIMEOUT_S, RELEASE, WORKER_SELECTOR, WORKERS, Kube, note, session_values
 from waiting import wait_for
 
 from slurmpod_host.kube import release
@@ -35,7 +35,7 @@ def test_helm_upgrade_with_a_new_worker_image_rolls_the_workers_and_loses_no_job
                   for p in release.pods(kube.layout, NAMESPACE, WORKER_SELECTOR)}
         started = time.monotonic()
         done = release.helm(kube.layout, kube.chart, "upgrade", RELEASE, str(kube.chart.path), "-n", NAMESPACE,
-                            *release.flavor_values(kube.flavor), f"--set=nodesets.workers.slurmd.image.tag={new_tag}")
+                            *session_values(kube.flavor), f"--set=nodesets.workers.slurmd.image.tag={new_tag}")
         assert done.returncode == 0, done.stderr
 
         def rolled() -> bool | None:

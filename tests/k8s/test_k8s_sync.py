@@ -1,0 +1,260 @@
+"""k8s-sync on the real control plane: Kubernetes and Slurm agree about every node.
+
+A second Node object stands for another machine (no kubelet runs it; nothing is scheduled there). The
+session's one real node runs both workers. worker-1 carries an admin's drain for the whole module, and
+every test checks that it survives unchanged. Slurm state is read through Docker (kubekit.Kube.direct),
+so the checks work while the API server or the kubelet is stopped.
+Ref: https://kubernetes.io/docs/concepts/architecture/nodes/#node-status
+Ref: https://kubernetes.io/docs/concepts/workloads/pods/disruptions/
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubekit import (
+    K8S_SYNC_INTERVAL_S,
+    NAMESPACE,
+    NOT_READY_GRACE_S,
+    READY_SETTLE_S,
+    READY_TIMEOUT_S,
+    WORKER_SELECTOR,
+    Kube,
+    note,
+)
+from waiting import wait_for
+
+from slurmpod import well_known as wk
+from slurmpod_host.kube import lifecycle, release
+from slurmpod_host.kube.layout import NODE_NAME
+
+OTHER = "slurmpod-k8s-other"  # a Node object standing for a second machine
+ADMIN = "slurmpod k8s test: an admin's drain"
+WHY = "kernel upgrade"
+CORDONED = f"slurmpod: k8s: cordoned: {WHY}"
+NOT_READY = "slurmpod: k8s: node not ready"
+CORDON_BOUND_S = 10.0  # the acceptance bound: a Node watch event starts a pass at once
+# Several passes: what a missed event or a wrong decision would have done by then.
+QUIET_S = 4 * K8S_SYNC_INTERVAL_S + 2
+# kube-controller-manager marks a silent node Unknown after --node-monitor-grace-period (40 s, checked
+# every --node-monitor-period, 5 s); k8s-sync drains after its own grace, within one interval.
+# Ref: https://kubernetes.io/docs/reference/command-line-tools-reference/kube-controller-manager/
+NOT_READY_BOUND_S = 40 + 5 + NOT_READY_GRACE_S + 2 * K8S_SYNC_INTERVAL_S + 15
+# Ready again: the restarted kubelet posts its status at once, then the settle period and one pass.
+READY_BOUND_S = 30 + READY_SETTLE_S + 2 * K8S_SYNC_INTERVAL_S
+API_DOWN_S = 4 * K8S_SYNC_INTERVAL_S + 4
+EVICTED_BOUND_S = 5.0  # an eviction the API server admits deletes the pod at once (graceful: preStop runs)
+JOB_BOUND_S = 60.0
+
+
+def _state(kube: Kube, worker: str) -> tuple[set[str], str]:
+    return kube.slurm_node(worker)
+
+
+def _drained_with(kube: Kube, worker: str, reason: str) -> bool | None:
+    flags, now = _state(kube, worker)
+    return True if "DRAIN" in flags and now == reason else None
+
+
+def _in_service(kube: Kube, worker: str) -> bool | None:
+    flags, now = _state(kube, worker)
+    return True if "DRAIN" not in flags and now == "" else None
+
+
+def _admin_drain_intact(kube: Kube) -> None:
+    flags, reason = _state(kube, kube.workers[1])
+    assert "DRAIN" in flags and reason == ADMIN, (flags, reason)
+
+
+def _pod(kube: Kube, name: str) -> dict[str, Any] | None:
+    done = kube.kubectl("-n", NAMESPACE, "get", "pod", name, "-o", "json", timeout=30, check=False)
+    return json.loads(done.stdout) if done.returncode == 0 else None
+
+
+def _label(kube: Kube, name: str) -> str | None:
+    pod = _pod(kube, name)
+    return None if pod is None else pod["metadata"].get("labels", {}).get(wk.LABEL_SLURM_STATE)
+
+
+def _counters(kube: Kube) -> dict[str, int]:
+    done = kube.direct(kube.controller, "cat", f"{wk.RUN_DIR}/k8s-sync/counters.json")
+    assert done.returncode == 0, done.stderr
+    counters: dict[str, int] = json.loads(done.stdout)
+    return counters
+
+
+def _events(kube: Kube, name: str, reason: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = kube.get("events", f"--field-selector=involvedObject.name={name}")["items"]
+    return [e for e in items if e["reason"] == reason]
+
+
+def _evict(kube: Kube, pod: str) -> Any:
+    body = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": pod, "namespace": NAMESPACE}}
+    return kube.kubectl("create", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}/eviction", "-f", "-",
+                        stdin=json.dumps(body), timeout=30, check=False)
+
+
+def _workers_back(kube: Kube) -> None:
+    waited = release.wait_ready(kube.layout, NAMESPACE, len(kube.workers), READY_TIMEOUT_S, WORKER_SELECTOR)
+    wait_for(f"{kube.workers[0]} back in Slurm service", lambda: _in_service(kube, kube.workers[0]), 60)
+    note(f"workers Ready and {kube.workers[0]} in service {waited:.1f}s after the uncordon")
+
+
+@pytest.fixture(scope="module")
+def agreement(kube: Kube) -> Iterator[Kube]:
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": OTHER, "labels": {"kubernetes.io/hostname": OTHER}}}
+    kube.kubectl("apply", "-f", "-", stdin=json.dumps(node))
+    done = kube.scontrol("update", f"nodename={kube.workers[1]}", "state=drain", f"reason={ADMIN}")
+    assert done.returncode == 0, done.stderr
+    try:
+        yield kube
+    finally:
+        for name in lifecycle.RESTARTABLE:
+            lifecycle.start_one(kube.layout, name)
+        kube.kubectl("uncordon", NODE_NAME, check=False)
+        kube.kubectl("annotate", "node", NODE_NAME, f"{wk.ANNOTATION_CORDON_REASON}-", check=False)
+        kube.kubectl("delete", "node", OTHER, "--wait=false", check=False)
+        kube.scontrol("update", f"nodename={kube.workers[1]}", "state=resume")
+
+
+def test_every_worker_carries_its_slurm_state(agreement: Kube) -> None:
+    kube = agreement
+    w0, w1 = kube.workers
+    wait_for("worker labels idle and drained", lambda: True if (_label(kube, w0), _label(kube, w1)) == (
+        "idle", "drained") else None, 3 * K8S_SYNC_INTERVAL_S + 5)
+    pod = _pod(kube, w0)
+    assert pod is not None
+    (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == wk.CONDITION_SLURM_NODE]
+    assert (cond["status"], cond["reason"]) == ("True", "Idle")
+    job = kube.submit("sleep 30", "-w", w0, "-o", "/dev/null")
+    _, waited = wait_for(f"{w0} labelled allocated", lambda: True if _label(kube, w0) == "allocated" else None,
+                         30 + 2 * K8S_SYNC_INTERVAL_S)
+    note(f"job {job} running: {w0} labelled allocated after {waited:.1f}s")
+    kube.exec(kube.controller, "scancel", str(job))
+    wait_for(f"{w0} labelled idle again", lambda: True if _label(kube, w0) == "idle" else None,
+             30 + 2 * K8S_SYNC_INTERVAL_S)
+    _admin_drain_intact(kube)
+
+
+def test_cordon_drains_that_machines_workers_within_10s_and_uncordon_returns_them(agreement: Kube) -> None:
+    kube = agreement
+    w0 = kube.workers[0]
+    kube.kubectl("cordon", OTHER)
+    time.sleep(QUIET_S)
+    assert _in_service(kube, w0), "cordoning another machine drained this one's worker"
+    kube.kubectl("uncordon", OTHER)
+    kube.kubectl("annotate", "node", NODE_NAME, f"{wk.ANNOTATION_CORDON_REASON}={WHY}", "--overwrite")
+    started = time.monotonic()
+    kube.kubectl("cordon", NODE_NAME)
+    _, waited = wait_for(f"{w0} drained by the cordon", lambda: _drained_with(kube, w0, CORDONED), CORDON_BOUND_S)
+    note(f"kubectl cordon -> {w0} drained in {time.monotonic() - started:.1f}s")
+    assert waited <= CORDON_BOUND_S
+    _admin_drain_intact(kube)
+    assert _events(kube, w0, "SlurmNodeDrained"), "no Event on the pod"
+    started = time.monotonic()
+    kube.kubectl("uncordon", NODE_NAME)
+    wait_for(f"{w0} returned by the uncordon", lambda: _in_service(kube, w0), CORDON_BOUND_S)
+    note(f"kubectl uncordon -> {w0} in service in {time.monotonic() - started:.1f}s")
+    _admin_drain_intact(kube)
+
+
+def test_a_drain_lifted_by_hand_is_put_back_while_the_cordon_lasts(agreement: Kube) -> None:
+    kube = agreement
+    w0 = kube.workers[0]
+    kube.kubectl("cordon", NODE_NAME)
+    try:
+        wait_for(f"{w0} drained", lambda: _drained_with(kube, w0, CORDONED), CORDON_BOUND_S)
+        kube.scontrol("update", f"nodename={w0}", "state=resume")
+        wait_for(f"{w0} drained again", lambda: _drained_with(kube, w0, CORDONED), 3 * K8S_SYNC_INTERVAL_S + 5)
+    finally:
+        kube.kubectl("uncordon", NODE_NAME)
+    wait_for(f"{w0} returned", lambda: _in_service(kube, w0), CORDON_BOUND_S)
+
+
+def test_with_the_api_server_stopped_nothing_is_drained_or_undrained(agreement: Kube) -> None:
+    kube = agreement
+    w0 = kube.workers[0]
+    kube.kubectl("cordon", NODE_NAME)
+    wait_for(f"{w0} drained", lambda: _drained_with(kube, w0, CORDONED), CORDON_BOUND_S)
+    skipped = _counters(kube)["passes_skipped"]
+    lifecycle.stop_one(kube.layout, "kube-apiserver")
+    try:
+        time.sleep(API_DOWN_S)
+        assert _drained_with(kube, w0, CORDONED), "undrained while the API server was stopped"
+        # An admin lifts the drain while nothing can be read: k8s-sync must not put it back blind.
+        done = kube.direct(kube.controller, "scontrol", "update", f"nodename={w0}", "state=resume")
+        assert done.returncode == 0, done.stderr
+        time.sleep(API_DOWN_S)
+        assert _in_service(kube, w0), "drained while the API server was stopped"
+        _admin_drain_intact(kube)
+        assert _counters(kube)["passes_skipped"] >= skipped + 2
+    finally:
+        note(f"kube-apiserver back in {lifecycle.start_one(kube.layout, 'kube-apiserver'):.1f}s")
+    # Readable again, the cordon still holds: the drain comes back; uncordoned, it goes.
+    wait_for(f"{w0} drained again", lambda: _drained_with(kube, w0, CORDONED), 30)
+    kube.kubectl("uncordon", NODE_NAME)
+    wait_for(f"{w0} returned", lambda: _in_service(kube, w0), CORDON_BOUND_S)
+    _admin_drain_intact(kube)
+
+
+def test_a_stopped_kubelet_drains_past_the_grace_period_and_ready_returns(agreement: Kube) -> None:
+    kube = agreement
+    w0 = kube.workers[0]
+    lifecycle.stop_one(kube.layout, "kubelet")
+    started = time.monotonic()
+    try:
+        _, waited = wait_for(f"{w0} drained for NotReady", lambda: _drained_with(kube, w0, NOT_READY),
+                             NOT_READY_BOUND_S, poll=1.0)
+        note(f"kubelet stopped -> {w0} drained ({NOT_READY!r}) after {waited:.1f}s")
+        assert time.monotonic() - started >= 40, "drained before the node controller's grace period"
+        _admin_drain_intact(kube)
+    finally:
+        note(f"kubelet back in {lifecycle.start_one(kube.layout, 'kubelet'):.1f}s")
+    _, waited = wait_for(f"{w0} returned once Ready", lambda: _in_service(kube, w0), READY_BOUND_S, poll=1.0)
+    note(f"kubelet started -> {w0} in service after {waited:.1f}s")
+    _admin_drain_intact(kube)
+
+
+def test_an_idle_worker_is_evicted_at_once_and_a_busy_one_only_after_its_job(agreement: Kube) -> None:
+    kube = agreement
+    w0, w1 = kube.workers
+    wait_for(f"{w0} labelled idle", lambda: True if _label(kube, w0) == "idle" else None, 30)
+    uid = (_pod(kube, w0) or {})["metadata"]["uid"]
+    done = _evict(kube, w0)
+    assert done.returncode == 0, done.stderr
+    wait_for(f"{w0} deleted", lambda: True if (_pod(kube, w0) or {}).get("metadata", {}).get(
+        "deletionTimestamp") or (_pod(kube, w0) or {}).get("metadata", {}).get("uid") != uid else None,
+        EVICTED_BOUND_S, poll=0.2)
+    _workers_back(kube)
+    job = kube.submit("sleep 600", "-w", w0, "-o", "/dev/null")
+    wait_for(f"{w0} labelled allocated", lambda: True if _label(kube, w0) == "allocated" else None, 60)
+    busy_uid = (_pod(kube, w0) or {})["metadata"]["uid"]
+    drained_uid = (_pod(kube, w1) or {})["metadata"]["uid"]
+    refused = _evict(kube, w0)
+    assert refused.returncode != 0 and "disruption budget" in refused.stderr, refused.stderr
+    try:
+        drain = kube.kubectl("drain", NODE_NAME, f"--pod-selector={WORKER_SELECTOR}", "--delete-emptydir-data",
+                             "--timeout=20s", timeout=60, check=False)
+        assert drain.returncode != 0 and "disruption budget" in drain.stderr, drain.stderr
+        assert (_pod(kube, w0) or {})["metadata"]["uid"] == busy_uid
+        assert kube.job(job)["job_state"] == ["RUNNING"]
+        flags, reason = _state(kube, w0)
+        assert "DRAIN" in flags and reason == "slurmpod: k8s: cordoned", (flags, reason)  # DRAINING: no new jobs
+        # The admin-drained worker is not busy: no budget covered it, and the drain evicted it.
+        after = _pod(kube, w1)
+        assert after is None or after["metadata"]["uid"] != drained_uid or after["metadata"].get("deletionTimestamp")
+        kube.exec(kube.controller, "scancel", str(job))
+        started = time.monotonic()
+        drain = kube.kubectl("drain", NODE_NAME, f"--pod-selector={WORKER_SELECTOR}", "--delete-emptydir-data",
+                             f"--timeout={int(JOB_BOUND_S)}s", timeout=JOB_BOUND_S + 30, check=False)
+        assert drain.returncode == 0, drain.stderr
+        note(f"job ended -> kubectl drain through in {time.monotonic() - started:.1f}s")
+    finally:
+        kube.kubectl("uncordon", NODE_NAME)
+    _workers_back(kube)
+    _admin_drain_intact(kube)
