@@ -96,7 +96,7 @@ class Executor:
             case DeletePod(pod, reason):
                 self._event(_pod_ref(pod), "SlurmpodRestartPod", f"deleting the pod: {reason}", "Warning")
                 k.delete_pod(pod.namespace, pod.name, pod.uid)
-                budget = budget.spend(now)
+                budget = budget.spend(now).restart(pod.name, reason)
                 self._counters["pod_deletions"] += 1
                 log.warning("pod deleted", extra={"ctx": {"pod": pod.name, "reason": reason,
                                                           "cause": "health remediation: restart pod"}})

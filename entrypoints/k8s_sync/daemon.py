@@ -63,7 +63,8 @@ def one_pass(kube: Kube, slurm: SlurmClient, tgt: Target, spec: K8sSyncSpec, *, 
         counters["passes_skipped"] += 1
         log.warning("pass skipped: nothing read, nothing changed", extra={"ctx": {"err": str(exc)[:300]}})
         return left
-    plan = decide.plan(snap, spec, left.left(snap.now))
+    left = left.keep_restarts({name: node.reason for name, node in snap.slurm.items()})
+    plan = decide.plan(snap, spec, left.left(snap.now), left.restarted)
     return act.Executor(kube, slurm, counters, clock).apply(plan, left)
 
 
@@ -78,7 +79,7 @@ def run(kube: Kube, slurm: SlurmClient, tgt: Target, spec: K8sSyncSpec, *, state
         started = clock()
         before = left
         left = one_pass(kube, slurm, tgt, spec, left=left, counters=counters, clock=clock)
-        if left != before:
+        if not left.same(before):
             budget.save(budget_file, left)
         act.write_counters(state_dir / "counters.json", counters)
         done += 1

@@ -10,7 +10,8 @@ Slurm -> Kubernetes:
 - the pod's label and condition carry its Slurm state: allocated (jobs on it, drained or not), down,
   drained, idle. The chart's PodDisruptionBudget protects the allocated ones;
 - remediation, each only when its setting is on and within the budget: a drained idle node whose
-  health reason says "restart pod" has its pod deleted (once per fault: not a pod started since);
+  health reason says "restart pod" has its pod deleted (once per fault: the same reason on the same
+  node, kept in budget.Budget);
   one whose reason says "replace node" has its Kubernetes node tainted NoSchedule and given a
   condition naming the check. The taint is lifted once a worker on that node is back in service.
 Ref: https://kubernetes.io/docs/concepts/architecture/nodes/#condition
@@ -21,7 +22,7 @@ Ref: https://slurm.schedmd.com/scontrol.html#OPT_State_1 (DRAIN, RESUME)
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slurmpod import reasons
@@ -211,7 +212,10 @@ def _node_taints(node: KubeNode, faulty: Sequence[tuple[WorkerPod, NodeState]],
     return []
 
 
-def plan(snap: Snapshot, s: K8sSyncSpec, budget_left: int) -> Plan:
+def plan(snap: Snapshot, s: K8sSyncSpec, budget_left: int,
+         restarted: Mapping[str, str] | None = None) -> Plan:
+    """``restarted``: node -> the reason a pod was already deleted for (never twice for one fault)."""
+    done = restarted or {}
     syncs: list[Action] = []
     mirrors: list[Action] = []
     remedies: list[tuple[str, Action]] = []
@@ -230,7 +234,7 @@ def plan(snap: Snapshot, s: K8sSyncSpec, budget_left: int) -> Plan:
         if mirror is not None:
             mirrors.append(mirror)
         if (s.restart_pod and reasons.remediation_of(slurm.reason) == "restart_pod" and _idle_drained(slurm)
-                and not pod.deleting and 0 < pod.created < slurm.reason_time):
+                and not pod.deleting and done.get(pod.name) != slurm.reason):
             remedies.append((pod.name, DeletePod(pod, slurm.reason)))
     for name in sorted(by_node):
         members = by_node[name]

@@ -31,7 +31,9 @@ WORKER_SELECTOR = f"{wk.LABEL_ROLE}=worker"
 K8S_SYNC_INTERVAL_S, NOT_READY_GRACE_S, READY_SETTLE_S = 2, 5, 5
 SESSION_VALUES = [f"--set=k8sSync.intervalSeconds={K8S_SYNC_INTERVAL_S}",
                   f"--set=k8sSync.notReadyGraceSeconds={NOT_READY_GRACE_S}",
-                  f"--set=k8sSync.readySettleSeconds={READY_SETTLE_S}"]
+                  f"--set=k8sSync.readySettleSeconds={READY_SETTLE_S}",
+                  # Both remediations on: their RBAC is the one a real API server must accept.
+                  "--set=k8sSync.remediation.restartPod=true", "--set=k8sSync.remediation.replaceNode=true"]
 
 
 def session_values(flavor: str) -> list[str]:

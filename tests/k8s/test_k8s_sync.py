@@ -220,6 +220,38 @@ def test_a_stopped_kubelet_drains_past_the_grace_period_and_ready_returns(agreem
     _admin_drain_intact(kube)
 
 
+def test_a_restart_pod_fault_restarts_the_idle_worker_once(agreement: Kube) -> None:
+    """The mounts check's failure asks for a pod restart: its drained, idle worker's pod is deleted, the
+    replacement keeps the health drain (re-applied byte for byte) and is not deleted again."""
+    kube = agreement
+    w0 = kube.workers[0]
+    original = kube.exec(w0, "cat", wk.HEALTH_CONFIG)
+    assert original.returncode == 0, original.stderr
+    doc = json.loads(original.stdout)
+    faulty = json.dumps({**doc, "required_mounts": [*doc.get("required_mounts", []), "/datasets"]})
+    uid = (_pod(kube, w0) or {})["metadata"]["uid"]
+    wrote = kube.exec(w0, "sh", "-c", f"printf '%s\\n' '{faulty}' > {wk.HEALTH_CONFIG}")
+    assert wrote.returncode == 0, wrote.stderr
+    kube.exec(w0, "slurmpod", "check", "run", "--context", "periodic", "--act", timeout=60)
+    reason = "slurmpod: mounts: restart pod: not mounted: /datasets"
+    wait_for(f"{w0} drained by the mounts check", lambda: _drained_with(kube, w0, reason), 10)
+    try:
+        _, waited = wait_for(f"{w0} deleted for a restart", lambda: True if (_pod(kube, w0) or {}).get(
+            "metadata", {}).get("uid") != uid else None, 3 * K8S_SYNC_INTERVAL_S + 10)
+        note(f"restart-pod fault -> {w0} deleted after {waited:.1f}s")
+        assert _events(kube, w0, "SlurmpodRestartPod")
+        release.wait_ready(kube.layout, NAMESPACE, len(kube.workers), READY_TIMEOUT_S, WORKER_SELECTOR)
+        new_uid = (_pod(kube, w0) or {})["metadata"]["uid"]
+        wait_for(f"{w0}'s health drain kept by the new pod", lambda: _drained_with(kube, w0, reason), 30)
+        time.sleep(QUIET_S)
+        assert (_pod(kube, w0) or {})["metadata"]["uid"] == new_uid, "restarted twice for one fault"
+        assert _counters(kube)["pod_deletions"] == 1
+    finally:
+        kube.scontrol("update", f"nodename={w0}", "state=resume")
+    wait_for(f"{w0} in service", lambda: _in_service(kube, w0), 30)
+    _admin_drain_intact(kube)
+
+
 def test_an_idle_worker_is_evicted_at_once_and_a_busy_one_only_after_its_job(agreement: Kube) -> None:
     kube = agreement
     w0, w1 = kube.workers

@@ -347,10 +347,17 @@ def test_restart_pod_deletes_the_pod_of_a_drained_idle_node_once() -> None:
     w.run()
     assert w.kube.called("delete_pod") == [(NS, "w-0", "uid-w-0")]
     assert [e.reason for e in w.kube.events if e.about.name == "w-0"] == ["SlurmpodRestartPod"]
-    # The StatefulSet's replacement (newer than the drain) is left alone: one restart per fault.
+    # The StatefulSet's replacement registers again and re-applies the reason (a newer reason time):
+    # it is left alone, one restart per fault.
     w.kube.add_pod("w-0", "n0", namespace=NS, uid="uid-w-0-new", created=rfc3339(w.now + 5))
+    w.slurm.add_node("w-0", flags=("DYNAMIC_NORM", "DRAIN"), reason=RESTART, reason_time=int(w.now + 10))
     w.run(advance=60)
     assert len(w.kube.called("delete_pod")) == 1
+    # A new fault (another reason) on that node is a new restart.
+    again = "slurmpod: mounts: restart pod: not mounted: /datasets"
+    w.slurm.add_node("w-0", flags=("DYNAMIC_NORM", "DRAIN"), reason=again, reason_time=int(w.now))
+    w.run()
+    assert [args[2] for args in w.kube.called("delete_pod")] == ["uid-w-0", "uid-w-0-new"]
 
 
 def test_replace_node_taints_only_once_the_node_is_idle_and_lifts_when_back_in_service() -> None:
@@ -404,6 +411,20 @@ def test_the_budget_limits_remediations_across_the_cluster_and_survives_a_restar
     assert [args[0] for args in kube.called("set_node_taints")] == ["n0", "n1"]
     counters = (tmp_path / "counters.json").read_text()
     assert '"node_taints": 1' in counters
+
+
+def test_a_restarted_daemon_restarts_no_pod_twice_for_one_fault(tmp_path: Path) -> None:
+    spec = K8sSyncSpec(enabled=True, restart_pod=True)
+    kube, slurm = FakeKube(), FakeSlurm()
+    kube.add_node("n0")
+    kube.add_pod("w-0", "n0", namespace=NS)
+    slurm.add_node("w-0", flags=("DYNAMIC_NORM", "DRAIN"), reason=RESTART)
+    daemon.run(kube, slurm, TGT, spec, state_dir=tmp_path, clock=lambda: T0, sleep=lambda s: None, passes=1)
+    kube.add_pod("w-0", "n0", namespace=NS, uid="uid-new")
+    daemon.run(kube, slurm, TGT, spec, state_dir=tmp_path, clock=lambda: T0 + 5, sleep=lambda s: None, passes=2)
+    assert [args[2] for args in kube.called("delete_pod")] == ["uid-w-0"]
+    (tmp_path / "remediations.json").write_text("{not json")  # a garbled file: nothing remembered
+    assert budget.load(tmp_path / "remediations.json", 3, 60).restarted == {}
 
 
 def test_the_plan_is_a_pure_function_of_its_input(w: World) -> None:
