@@ -13,7 +13,8 @@ Slurm -> Kubernetes:
   health reason says "restart pod" has its pod deleted (once per fault: the same reason on the same
   node, kept in budget.Budget);
   one whose reason says "replace node" has its Kubernetes node tainted NoSchedule and given a
-  condition naming the check. The taint is lifted once a worker on that node is back in service.
+  condition naming the check and the worker. The taint is lifted once a worker on that node is back
+  in service, by the k8s-sync whose worker the condition names (never another release's).
 Ref: https://kubernetes.io/docs/concepts/architecture/nodes/#condition
 Ref: https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/
 Ref: https://slurm.schedmd.com/scontrol.html#OPT_State_1 (DRAIN, RESUME)
@@ -190,22 +191,31 @@ def _fault_condition(check: str, reason: str) -> Condition:
                      reason[:CONDITION_MESSAGE_MAX])
 
 
-def _node_taints(node: KubeNode, faulty: Sequence[tuple[WorkerPod, NodeState]],
-                 in_service: bool, s: K8sSyncSpec) -> list[SetTaints | NodeCondition]:
+def _ours(condition: Condition | None, members: Sequence[tuple[WorkerPod, NodeState]]) -> bool:
+    """The node's fault condition names one of this release's workers: this k8s-sync set it. Another
+    release's workers on the same machine never lift it."""
+    return condition is not None and any(condition.message.startswith(f"{p.namespace}/{p.name}: ")
+                                         for p, _ in members)
+
+
+def _node_taints(node: KubeNode, members: Sequence[tuple[WorkerPod, NodeState]],
+                 s: K8sSyncSpec) -> list[SetTaints | NodeCondition]:
+    faulty = [(p, n) for p, n in members if reasons.remediation_of(n.reason) == "replace_node" and _idle_drained(n)]
     ours = [t for t in node.taints if t.key == wk.TAINT_HARDWARE_FAULT]
     others = tuple(t for t in node.taints if t.key != wk.TAINT_HARDWARE_FAULT)
     have = node.conditions.get(wk.CONDITION_HARDWARE_FAULT)
     if faulty:
         pod, slurm = faulty[0]
         check = reasons.health_check_of(slurm.reason) or "health"
-        want = _fault_condition(check, f"{pod.name}: {slurm.reason}")
+        want = _fault_condition(check, f"{pod.namespace}/{pod.name}: {slurm.reason}")
         if not ours and s.replace_node:
             return [SetTaints(node, (*others, Taint(wk.TAINT_HARDWARE_FAULT, check, TAINT_EFFECT)), want,
                               f"worker {pod.name} drained and idle: {slurm.reason}", budgeted=True)]
         if ours and (have is None or have.status != "True"):
             return [NodeCondition(node, want, f"worker {pod.name}: {slurm.reason}")]
         return []
-    if ours and in_service:
+    in_service = any(n.registered and not n.held for _p, n in members)
+    if ours and in_service and have is not None and have.status == "True" and _ours(have, members):
         lifted = Condition(wk.CONDITION_HARDWARE_FAULT, "False", "Repaired",
                            "a worker on this node is back in Slurm service")
         return [SetTaints(node, others, lifted, "a worker on the node is back in service", budgeted=False)]
@@ -237,11 +247,7 @@ def plan(snap: Snapshot, s: K8sSyncSpec, budget_left: int,
                 and not pod.deleting and done.get(pod.name) != slurm.reason):
             remedies.append((pod.name, DeletePod(pod, slurm.reason)))
     for name in sorted(by_node):
-        members = by_node[name]
-        faulty = [(p, n) for p, n in members
-                  if reasons.remediation_of(n.reason) == "replace_node" and _idle_drained(n)]
-        in_service = any(n.registered and not n.held for _p, n in members)
-        remedies.extend((name, step) for step in _node_taints(snap.nodes[name], faulty, in_service, s))
+        remedies.extend((name, step) for step in _node_taints(snap.nodes[name], by_node[name], s))
     actions: list[Action] = [*syncs, *mirrors]
     deferred: list[str] = []
     for name, step in remedies:

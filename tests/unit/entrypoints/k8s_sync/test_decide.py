@@ -373,6 +373,7 @@ def test_replace_node_taints_only_once_the_node_is_idle_and_lifts_when_back_in_s
     assert name == "n1" and taints == (other, Taint(wk.TAINT_HARDWARE_FAULT, "gpu.xid", "NoSchedule"))
     cond = {c["type"]: c for c in w.node("n1")["status"]["conditions"]}[wk.CONDITION_HARDWARE_FAULT]
     assert (cond["status"], cond["reason"]) == ("True", "GpuXid") and "XID 79" in cond["message"]
+    assert cond["message"].startswith(f"{NS}/w-1: ")
     assert [e.reason for e in w.kube.events if e.about.kind == "Node"] == ["SlurmpodReplaceNode"]
     w.run()
     assert len(w.kube.called("set_node_taints")) == 1, "tainted twice"
@@ -381,6 +382,20 @@ def test_replace_node_taints_only_once_the_node_is_idle_and_lifts_when_back_in_s
     assert w.node("n1")["spec"]["taints"] == [other.as_json()]
     cond = {c["type"]: c for c in w.node("n1")["status"]["conditions"]}[wk.CONDITION_HARDWARE_FAULT]
     assert cond["status"] == "False"
+
+
+def test_another_releases_workers_never_lift_a_taint_they_did_not_set() -> None:
+    w = World(REMEDY)
+    w.node("n1")["spec"]["taints"] = [Taint(wk.TAINT_HARDWARE_FAULT, "xid", "NoSchedule").as_json()]
+    w.node("n1")["status"]["conditions"].append({
+        "type": wk.CONDITION_HARDWARE_FAULT, "status": "True", "reason": "Xid",
+        "message": "other-namespace/gpu-worker-0: slurmpod: xid: replace node: XID 79"})
+    w.run()  # our w-1 on n1 is in service, but the fault is another release's
+    assert w.kube.called("set_node_taints") == []
+    w.node("n1")["status"]["conditions"] = [c for c in w.node("n1")["status"]["conditions"]
+                                            if c["type"] != wk.CONDITION_HARDWARE_FAULT]
+    w.run()  # no condition at all (an admin removed it): whose taint it is cannot be told
+    assert w.kube.called("set_node_taints") == []
 
 
 def test_a_drain_class_health_reason_asks_for_no_remediation() -> None:
