@@ -1,0 +1,156 @@
+"""k8s-sync's "replace node" remediation on the real control plane, from a fake-GPU fault.
+
+A small release of its own (one controller, one worker, no login pod; `k8sSync.remediation.replaceNode`
+on) leaves the session's release as it is. Its worker runs the production worker image with the C fakes
+(tests/fakes) copied in as the driver's libraries at pod start, from the release's /home volume (a
+hostPath PersistentVolume this harness made, written here from the host), so NVML sees 8 GPUs. An XID 79
+(GPU fallen off the bus: replace the node) under a running job drains the worker; the node is tainted
+only once that job has been requeued and the worker is idle, and the taint is lifted once the worker is
+back in Slurm service.
+Ref: https://docs.nvidia.com/deploy/xid-errors/index.html
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import gpu_libs
+from kubekit import K8S_SYNC_INTERVAL_S, Kube, note, session_values
+from waiting import wait_for
+
+from slurmpod import well_known as wk
+from slurmpod_host.kube import release, volumes
+from slurmpod_host.kube.layout import NODE_NAME
+
+RELEASE = NAMESPACE = "gpu"
+WORKER = f"{RELEASE}-worker-0"
+CONTROLLER = f"{RELEASE}-controller-0"
+GPUS = 8
+FAKE_DIR = "/home/.slurmpod-fakegpu"  # in the pod; the same directory of the volume on the host
+HEALTHY = f"gpus={GPUS}\nnvlinks=4\nname=NVIDIA A100-SXM4-80GB\naffinity=online\n"
+SYSTEM_LIBS = "/usr/lib/x86_64-linux-gnu"
+DEVICES = "for i in $(seq 0 15); do ln -sfn /dev/null /dev/nvidia$i; done"
+START = (f"cp {FAKE_DIR}/lib/* {SYSTEM_LIBS}/ && ldconfig && {DEVICES} && exec slurmpod entrypoint worker")
+VALUES = ["--set=nodesets.workers.replicas=1", "--set=loginsets.login.enabled=false",
+          "--set=k8sSync.remediation.replaceNode=true",
+          # The session's release holds most of the node's 2 CPUs.
+          "--set=controller.slurmctld.resources.requests.cpu=50m",
+          "--set=nodesets.workers.slurmd.resources.requests.cpu=50m"]
+READY_S = 240.0
+QUIET_S = 4 * K8S_SYNC_INTERVAL_S + 2
+TAINT_BOUND_S = 3 * K8S_SYNC_INTERVAL_S + 10
+
+
+def _in(kube: Kube, pod: str, *argv: str, timeout: float = 60) -> Any:
+    return kube.kubectl("-n", NAMESPACE, "exec", pod, "--", *argv, timeout=timeout, check=False)
+
+
+def _node(kube: Kube) -> tuple[set[str], str, str]:
+    done = _in(kube, CONTROLLER, "scontrol", "show", "node", WORKER, "--json")
+    assert done.returncode == 0, done.stderr
+    (n,) = json.loads(done.stdout)["nodes"]
+    return {str(s) for s in n.get("state", [])}, str(n.get("reason") or ""), str(n.get("gres") or "")
+
+
+def _taints(kube: Kube) -> list[dict[str, str]]:
+    node = json.loads(kube.kubectl("get", "node", NODE_NAME, "-o", "json").stdout)
+    return [t for t in node["spec"].get("taints") or [] if t["key"] == wk.TAINT_HARDWARE_FAULT]
+
+
+def _condition(kube: Kube) -> dict[str, str] | None:
+    node = json.loads(kube.kubectl("get", "node", NODE_NAME, "-o", "json").stdout)
+    found = [c for c in node["status"].get("conditions") or [] if c["type"] == wk.CONDITION_HARDWARE_FAULT]
+    return found[0] if found else None
+
+
+def _home(kube: Kube) -> Path:
+    """The host directory behind the release's /home claim."""
+    pvs = kube.kubectl("get", "pv", "-l", volumes.LABEL, "-o", "json").stdout
+    (pv,) = [v for v in json.loads(pvs)["items"]
+             if (v["spec"]["claimRef"]["namespace"], v["spec"]["claimRef"]["name"]) == (NAMESPACE, f"{RELEASE}-home")]
+    path = Path(pv["spec"]["hostPath"]["path"])
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _state(home: Path, text: str) -> None:
+    state = home / ".slurmpod-fakegpu" / "state"
+    (state / f"{WORKER}.delivered").unlink(missing_ok=True)  # a new state file is a new XID queue
+    tmp = state / f".{WORKER}.new"
+    tmp.write_text(text)
+    tmp.rename(state / WORKER)
+
+
+@pytest.fixture(scope="module")
+def gpu(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kube, Path]]:
+    chart = release.Chart(kube.chart.repo, RELEASE, NAMESPACE)
+    try:
+        done = release.install(kube.layout, chart, [*session_values(kube.flavor), *VALUES])
+        assert done.returncode == 0, done.stderr
+        home = _home(kube)
+        built = gpu_libs.build(tmp_path_factory.mktemp("fakegpu"), f"{FAKE_DIR}/state")
+        lib = home / ".slurmpod-fakegpu" / "lib"
+        lib.mkdir(parents=True, exist_ok=True)
+        (home / ".slurmpod-fakegpu" / "state").mkdir(exist_ok=True)
+        for f in built.iterdir():
+            shutil.copy2(f, lib / f.name)
+        _state(home, HEALTHY)
+        patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/command", "value": ["sh", "-c"]},
+                 {"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": [START]}]
+        kube.kubectl("-n", NAMESPACE, "patch", "statefulset", f"{RELEASE}-worker", "--type=json",
+                     "-p", json.dumps(patch))
+
+        def fake_gpus() -> bool | None:
+            pods = release.pods(kube.layout, NAMESPACE, f"{wk.LABEL_ROLE}=worker")
+            ok = [p for p in pods if release.is_ready(p) and p["spec"]["containers"][0]["command"] == ["sh", "-c"]]
+            return True if ok and "gpu" in _node(kube)[2] else None
+        _, waited = wait_for("the worker up with 8 fake GPUs", fake_gpus, READY_S, poll=1.0)
+        note(f"release {RELEASE}: fake-GPU worker registered in {waited:.1f}s ({_node(kube)[2]})")
+        yield kube, home
+    finally:
+        release.helm(kube.layout, chart, "uninstall", RELEASE, "-n", NAMESPACE)
+        kube.kubectl("-n", NAMESPACE, "delete", "pods", "--all", "--grace-period=0", "--force", check=False)
+        kube.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        kube.kubectl("taint", "node", NODE_NAME, f"{wk.TAINT_HARDWARE_FAULT}-", check=False)
+
+
+def test_replace_node_taints_only_once_the_job_is_requeued_then_lifts(gpu: tuple[Kube, Path]) -> None:
+    kube, home = gpu
+    submitted = _in(kube, CONTROLLER, "runuser", "-u", wk.DEMO_USER, "--", "sbatch", "--parsable", "--requeue",
+                    "-o", "/dev/null", "--wrap", "sleep 600")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+    wait_for(f"job {job} running", lambda: True if _in(kube, CONTROLLER, "squeue", "-h", "-j", job, "-o", "%T")
+             .stdout.strip() == "RUNNING" else None, 60)
+    _state(home, HEALTHY + "xid=1:79\n")
+    _in(kube, WORKER, "slurmpod", "check", "run", "--context", "periodic", "--act")
+    flags, reason, _ = _node(kube)
+    assert "DRAIN" in flags and reason.startswith("slurmpod: xid: replace node: "), (flags, reason)
+    time.sleep(QUIET_S)
+    assert _taints(kube) == [], "tainted while the job still ran on the node"
+    requeued = _in(kube, CONTROLLER, "scontrol", "requeue", job)
+    assert requeued.returncode == 0, requeued.stderr
+    started = time.monotonic()
+    _, waited = wait_for("the node tainted", lambda: _taints(kube) or None, TAINT_BOUND_S)
+    note(f"job requeued, worker idle -> node tainted after {waited:.1f}s")
+    assert _taints(kube) == [{"key": wk.TAINT_HARDWARE_FAULT, "value": "xid", "effect": "NoSchedule"}]
+    cond = _condition(kube)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Xid"), cond
+    assert cond["message"].startswith(f"{NAMESPACE}/{WORKER}: slurmpod: xid: replace node: ")
+    events = json.loads(kube.kubectl("get", "events", "-n", "default", "-o", "json",
+                                     f"--field-selector=involvedObject.name={NODE_NAME}").stdout)["items"]
+    assert any(e["reason"] == "SlurmpodReplaceNode" for e in events)
+    assert time.monotonic() - started < TAINT_BOUND_S + 5
+    # Repaired (here: the fault cleared and the drain lifted by hand, as after a GPU reset): lifted.
+    _state(home, HEALTHY)
+    _in(kube, CONTROLLER, "scancel", job)
+    _in(kube, CONTROLLER, "scontrol", "update", f"nodename={WORKER}", "state=resume")
+    wait_for("the taint lifted", lambda: True if not _taints(kube) else None, TAINT_BOUND_S)
+    cond = _condition(kube)
+    assert cond is not None and cond["status"] == "False", cond
