@@ -150,6 +150,17 @@ DEFAULT_HOOKS = HooksSpec(
 
 
 @dataclass(frozen=True, slots=True)
+class RequeueSpec:
+    """How soon a batch job Slurm requeued (its node failed, its prolog failed, preStop requeued it) may
+    start again. ``fast``: the shortest hold this Slurm allows (render.requeue_hold) instead of Slurm's
+    default, the credential lifetime (120 s). See docs/requeue.md.
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
+    """
+
+    fast: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class QosSpec:
     """One QoS the controller creates in slurmdbd at start (`sacctmgr -i`), idempotently.
 
@@ -251,11 +262,12 @@ class ClusterSpec:
     """SrunPortRange: where srun listens for slurmstepd (login pods must accept it from workers)."""
     accounting: AccountingSpec = AccountingSpec()
     restapi: RestApiSpec = RestApiSpec()
+    requeue: RequeueSpec = RequeueSpec()
 
 
 _TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nodeTimeoutSeconds", "partitions",
              "nodesets", "extraLines", "hooks", "cgroups", "topology", "policy", "mpiDefault", "srunPortRange",
-             "accounting", "restapi"}
+             "accounting", "restapi", "requeue"}
 _TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
 PROVIDERS = ("auto", *(p.value for p in Provider))
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
@@ -519,6 +531,7 @@ def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
         topology=_topology(doc.section("topology", _TOPOLOGY_KEYS)),
         accounting=_accounting(doc.section("accounting", _ACCOUNTING_KEYS)),
         restapi=RestApiSpec(enabled=bool(doc.section("restapi", {"enabled"}).flag("enabled"))),
+        requeue=RequeueSpec(fast=bool(doc.section("requeue", {"fast"}).flag("fast", True))),
     )
     p.raise_if_any()
     spec = build(ClusterSpec, optional={"mpi_default"}, **values)
