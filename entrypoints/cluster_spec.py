@@ -150,6 +150,17 @@ DEFAULT_HOOKS = HooksSpec(
 
 
 @dataclass(frozen=True, slots=True)
+class RequeueSpec:
+    """How soon a batch job Slurm requeued (its node failed, its prolog failed, preStop requeued it) may
+    start again. ``fast``: the shortest hold this Slurm allows (render.requeue_hold) instead of Slurm's
+    default, the credential lifetime (120 s). See docs/requeue.md.
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
+    """
+
+    fast: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class QosSpec:
     """One QoS the controller creates in slurmdbd at start (`sacctmgr -i`), idempotently.
 
@@ -267,11 +278,12 @@ class ClusterSpec:
     accounting: AccountingSpec = AccountingSpec()
     restapi: RestApiSpec = RestApiSpec()
     k8s_sync: K8sSyncSpec = K8sSyncSpec()
+    requeue: RequeueSpec = RequeueSpec()
 
 
 _TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nodeTimeoutSeconds", "partitions",
              "nodesets", "extraLines", "hooks", "cgroups", "topology", "policy", "mpiDefault", "srunPortRange",
-             "accounting", "restapi", "k8sSync"}
+             "accounting", "restapi", "k8sSync", "requeue"}
 _K8S_SYNC_KEYS = {"enabled", "intervalSeconds", "notReadyGraceSeconds", "readySettleSeconds", "remediation"}
 _REMEDIATION_KEYS = {"restartPod", "replaceNode", "maxActions", "perSeconds"}
 _TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
@@ -559,6 +571,7 @@ def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
         accounting=_accounting(doc.section("accounting", _ACCOUNTING_KEYS)),
         restapi=RestApiSpec(enabled=bool(doc.section("restapi", {"enabled"}).flag("enabled"))),
         k8s_sync=_k8s_sync(doc.section("k8sSync", _K8S_SYNC_KEYS)),
+        requeue=RequeueSpec(fast=bool(doc.section("requeue", {"fast"}).flag("fast", True))),
     )
     p.raise_if_any()
     spec = build(ClusterSpec, optional={"mpi_default"}, **values)

@@ -5,7 +5,8 @@
 2. requeue its batch jobs one by one so they run again elsewhere; a job that ended meanwhile or that
    Slurm will not requeue (an interactive step, --no-requeue) is reported, never fatal;
 3. wait (bounded) for the jobs to leave; make the requeued ones eligible at once (slurmctld gives a
-   requeued job a begin time about two minutes ahead); stop slurmd so kubelet's SIGTERM finds it gone;
+   requeued job a begin time ahead, by the hold docs/requeue.md describes); stop slurmd so kubelet's
+   SIGTERM finds it gone;
 4. delete the dynamic node once it is empty and drained by us, so the pod that replaces it registers
    its own definition (slurmctld keeps an existing dynamic node's record when a slurmd of the same name
    registers again). A node held by someone else is kept, with its reason, for the next pod.

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Literal
 
-from slurmpod import __version__
+from slurmpod import __version__, slurm_version
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
+from slurmpod.slurm_version import SlurmVersion
 
 if TYPE_CHECKING:
     import jinja2
@@ -53,24 +54,86 @@ def _env() -> jinja2.Environment:
 
 
 SCHEDULER_PARAMETERS = "SchedulerParameters="
+AUTH_INFO = "AuthInfo="
+_MESSAGE_TIMEOUT = re.compile(r"MessageTimeout=([0-9]+)", re.IGNORECASE)
 
 
-def scheduler_parameters(spec: ClusterSpec) -> tuple[tuple[str, ...], tuple[str, ...]]:
+@dataclass(frozen=True, slots=True)
+class RequeueHold:
+    """What slurm.conf says about the hold slurmctld puts on a batch job it requeued: an item of
+    SchedulerParameters (from 25.11) or of AuthInfo (before), or nothing (Slurm's default, 120 s)."""
+
+    scheduler_parameter: str | None = None
+    auth_info: str | None = None
+
+
+def requeue_hold(spec: ClusterSpec, version: SlurmVersion) -> RequeueHold:
+    """The shortest hold this Slurm allows when the spec's ``requeue.fast`` is on (well_known says why each
+    value is safe). A hold the spec's extraLines set themselves is theirs: scheduler_parameters and
+    auth_info keep an item they name over ours.
+
+    slurmctld pushes the requeued job's begin time to now + hold + 1 s once its epilogs are done
+    (batch_requeue_fini in src/slurmctld/job_mgr.c). From 25.11 the hold is requeue_delay, which defaults
+    to cred_expire; before, it is cred_expire itself, the job credential's lifetime.
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_requeue_delay
+    Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
+    """
+    if not spec.requeue.fast:
+        return RequeueHold()
+    if version.requeue_delay:
+        return RequeueHold(scheduler_parameter=f"requeue_delay={wk.FAST_REQUEUE_DELAY_S}")
+    # The credential must outlive one launch RPC at the cluster's MessageTimeout (see well_known).
+    timeouts = [int(m[1]) for line in spec.extra_lines if (m := _MESSAGE_TIMEOUT.fullmatch(line.strip()))]
+    cred_expire = max(timeouts, default=wk.SLURM_DEFAULT_MESSAGE_TIMEOUT_S) + wk.CRED_MARGIN_S
+    return RequeueHold(auth_info=f"cred_expire={cred_expire}")
+
+
+def _key(item: str) -> str:
+    return item.split("=", 1)[0].strip().lower()
+
+
+def _merge(ours: list[str], theirs: list[str]) -> list[str]:
+    """``ours`` then ``theirs``, an item of ours dropped where theirs names the same key (theirs wins)."""
+    merged = [i for i in ours if i in theirs or _key(i) not in {_key(t) for t in theirs}]
+    return merged + [i for i in theirs if i not in merged]
+
+
+def scheduler_parameters(spec: ClusterSpec,
+                         hold: RequeueHold = RequeueHold()) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(SchedulerParameters items, the other extraLines): slurmpod's items first, then the spec's own.
 
     A job whose prolog fails is requeued and, by default, held; with slurmpod's prolog draining the bad
     node, the job should run elsewhere instead. Ref: https://slurm.schedmd.com/prolog_epilog.html#failure_handling
     Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_nohold_on_prolog_fail
-    One SchedulerParameters line holds them all: an extraLines one is merged, not repeated.
+    One SchedulerParameters line holds them all: an extraLines one is merged, not repeated, and its
+    requeue_delay replaces ours.
     """
     items: list[str] = ["nohold_on_prolog_fail"] if spec.hooks.prolog else []
+    if hold.scheduler_parameter:
+        items.append(hold.scheduler_parameter)
+    theirs: list[str] = []
     rest: list[str] = []
     for line in spec.extra_lines:
         if line.startswith(SCHEDULER_PARAMETERS):
-            items += [i for i in line[len(SCHEDULER_PARAMETERS):].split(",") if i and i not in items]
+            theirs += [i for i in line[len(SCHEDULER_PARAMETERS):].split(",") if i and i not in theirs]
         else:
             rest.append(line)
-    return tuple(items), tuple(rest)
+    return tuple(_merge(items, theirs)), tuple(rest)
+
+
+def auth_info(extra_lines: Sequence[str],
+              hold: RequeueHold = RequeueHold()) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(AuthInfo items, the other lines): one AuthInfo line with our cred_expire unless an extraLines
+    AuthInfo names its own. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_AuthInfo"""
+    items = [hold.auth_info] if hold.auth_info else []
+    theirs: list[str] = []
+    rest: list[str] = []
+    for line in extra_lines:
+        if line.startswith(AUTH_INFO):
+            theirs += [i for i in line[len(AUTH_INFO):].split(",") if i and i not in theirs]
+        else:
+            rest.append(line)
+    return tuple(_merge(items, theirs)), tuple(rest)
 
 
 def mpi_default(spec: ClusterSpec, mpi_plugins: frozenset[str]) -> str:
@@ -104,15 +167,18 @@ def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
 
 
 def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None,
-               mpi_plugins: frozenset[str] = frozenset()) -> str:
+               mpi_plugins: frozenset[str] = frozenset(), version: SlurmVersion | None = None) -> str:
     """``accounting_host``: slurmdbd's host, required when the spec enables accounting. ``mpi_plugins``: the MPI
-    plugin types this image's Slurm has (``slurm_version.mpi_plugins``)."""
+    plugin types this image's Slurm has (``slurm_version.mpi_plugins``). ``version``: the controller's Slurm
+    (``slurm_version.detect``; None: slurm_version.DEFAULT), which picks the requeue hold's knob."""
     if spec.accounting.enabled and not accounting_host:
         raise ValueError("accounting enabled without a slurmdbd host")
     from slurmpod.entrypoints.cluster_spec import PreemptMode  # noqa: PLC0415 - workers never render slurm.conf
 
     preempt = spec.accounting.preempt_qos or any(p.preempt_mode is not PreemptMode.OFF for p in spec.partitions)
-    sched, extra = scheduler_parameters(spec)
+    hold = requeue_hold(spec, version or SlurmVersion.parse(slurm_version.DEFAULT))
+    sched, extra = scheduler_parameters(spec, hold)
+    auth, extra = auth_info(extra, hold)
     return (
         _env()
         .get_template("slurm.conf.j2")
@@ -122,6 +188,8 @@ def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None =
             preempt=preempt,
             prolog_flags=prolog_flags(spec),
             scheduler_parameters=sched,
+            auth_info=auth,
+            hold=hold,
             extra_lines=extra,
             version=__version__,
             state_save_location=wk.STATE_SAVE_LOCATION,

@@ -49,6 +49,6 @@ def slurm_conf(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     given = _env(args, env)
     spec = cluster_spec.load(Path(args.cluster_spec))
     pod = podinfo.load(given, Path(args.podinfo), require_controller=False)
-    print(render.slurm_conf(spec, pod.name, inputs.accounting_host(given, spec), slurm_version.mpi_plugins()),
-          end="")
+    print(render.slurm_conf(spec, pod.name, inputs.accounting_host(given, spec), slurm_version.mpi_plugins(),
+                            slurm_version.detect(given)), end="")
     return 0

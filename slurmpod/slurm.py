@@ -178,7 +178,9 @@ class CliSlurmClient:
         self._ok(["scontrol", "requeue", str(int(job_id))], timeout)
 
     def start_now(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Make pending jobs eligible now (slurmctld holds a requeued job back for about two minutes).
+        """Make pending jobs eligible now: slurmctld holds a requeued job back (Slurm's default 120 s; with the
+        cluster spec's requeue.fast 16 s on 24.11, 1 s from 25.11, docs/requeue.md). slurmctld takes the new
+        begin time but does not schedule on it: the job starts at the next scheduling pass.
 
         Ref: https://slurm.schedmd.com/scontrol.html#OPT_StartTime
         """

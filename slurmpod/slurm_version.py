@@ -32,6 +32,13 @@ class SlurmVersion:
         """Nodes take `Topology=` from 25.05 (topology.yaml). Ref: https://slurm.schedmd.com/topology.yaml.html"""
         return (self.major, self.minor) >= (25, 5)
 
+    @property
+    def requeue_delay(self) -> bool:
+        """`SchedulerParameters=requeue_delay=` sets a requeued job's hold apart from the credential
+        lifetime from 25.11; before, the hold is `AuthInfo=cred_expire`.
+        Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_requeue_delay"""
+        return (self.major, self.minor) >= (25, 11)
+
 
 DPKG_STATUS = Path("/var/lib/dpkg/status")
 _PACKAGES = ("slurmd", "slurmctld", "slurm-client", "sackd")

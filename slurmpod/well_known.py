@@ -306,6 +306,25 @@ DEFAULT_HEALTH_CHECK_INTERVAL_S = 300
 # ANY: drained nodes are checked too, so a repaired node can be returned to service.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckNodeState
 DEFAULT_HEALTH_CHECK_NODE_STATE = ("ANY",)
+# Fast requeue (cluster spec `requeue.fast`): how long slurmctld holds a batch job it requeued before it
+# may start again (Slurm's default is AuthInfo=cred_expire, 120 s), per Slurm version. See docs/requeue.md.
+# From 25.11 the hold has its own knob: SchedulerParameters=requeue_delay=0 makes the job eligible one
+# second after its requeue completes (slurmctld adds the second itself, so the new launch credential is
+# newer than the old one's revocation), which is how soon an expedited requeue may start too.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_requeue_delay
+FAST_REQUEUE_DELAY_S = 0
+# Before 25.11 the hold is the job credential's lifetime, AuthInfo=cred_expire, which also bounds how
+# long a step launch may take from slurmctld signing its credential to slurmd checking it on arrival
+# ("It must be sufficiently long enough to load user environment, run prolog, deal with the slurmd
+# getting paged out of memory"). The shortest safe lifetime covers one launch RPC at its full
+# MessageTimeout (Slurm's default 10 s, unless extraLines set another) plus CRED_MARGIN_S for clock skew
+# between nodes and srun's work between receiving the credential and sending it: 15 s by default.
+# Slurm refuses values under 5 s and then falls back to 120 s.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_MessageTimeout
+SLURM_DEFAULT_MESSAGE_TIMEOUT_S = 10
+CRED_MARGIN_S = 5
+FAST_CRED_EXPIRE_S = SLURM_DEFAULT_MESSAGE_TIMEOUT_S + CRED_MARGIN_S
 
 # --- Task environment: slurm.conf TaskProlog, written by the worker's start ---
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog (runs as the job's user before each task)

@@ -30,7 +30,8 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
     """``mpi_plugins``: the image's MPI plugin types (MpiDefault follows them unless the spec names one)."""
     spec, accounting = inp.spec, inp.accounting_host
     assert spec is not None
-    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name, accounting, mpi_plugins)), *extra_files,
+    files = [OutFile(wk.SLURM_CONF, render.slurm_conf(spec, c.pod.name, accounting, mpi_plugins,
+                                                            inp.slurm_version)), *extra_files,
              # Debian's plugstack.conf includes a glob Slurm cannot parse; configless nodes get this one.
              # Ref: https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION
              OutFile(f"{wk.SLURM_ETC}/plugstack.conf", "# rendered by slurmpod: no SPANK plugins\n"),

@@ -267,10 +267,21 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=cluster.cgroups=true", "--set=nodesets.workers.cgroup.access=hostV1"],
      "set nodesets.workers.cgroup.acceptNodeRootEquivalent: true"),
     (["--set=cluster.srunPortRange=60001"], 'cluster.srunPortRange: "60001" must be FIRST-LAST'),
+    (["--set-string=cluster.requeue.fast=yes"], 'cluster.requeue.fast: "yes" must be true or false'),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
     assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("args", "fast"), [([], True), (["--set=cluster.requeue.fast=false"], False),
+                                            (["--set=cluster.requeue=null"], True)], ids=["default", "off", "null"])
+def test_requeue_fast_reaches_the_cluster_spec(args: list[str], fast: bool) -> None:
+    done = _helm("template", "slurmpod", str(CHART), *args)
+    assert done.returncode == 0, done.stderr
+    maps = [d for d in yaml.safe_load_all(done.stdout) if d and d["kind"] == "ConfigMap"
+            and d["metadata"]["name"].endswith("-cluster")]
+    assert yaml.safe_load(maps[0]["data"]["cluster.yaml"])["requeue"] == {"fast": fast}
 
 
 def _emulate(tmp_path: Path, variant: str) -> list[str]:

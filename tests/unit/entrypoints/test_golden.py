@@ -42,6 +42,13 @@ def test_slurm_conf(name: str) -> None:
     assert render.slurm_conf(spec, podkit.CONTROLLER) == text
 
 
+def test_slurm_conf_on_26_05() -> None:
+    """The one difference by version: the requeued job's hold is requeue_delay, not cred_expire."""
+    spec = cluster_spec.parse(yaml.safe_load(SPECS["basic"]))
+    text = render.slurm_conf(spec, podkit.CONTROLLER, version=SlurmVersion(26, 5))
+    check_golden("slurm.conf.basic-26.05", text)
+
+
 def test_cgroup_conf() -> None:
     check_golden("cgroup.conf", render.cgroup_conf())
 

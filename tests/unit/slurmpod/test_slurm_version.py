@@ -86,3 +86,12 @@ def test_mpi_plugins_are_read_from_debians_plugin_dir(tmp_path: Path) -> None:
         (plugins / name).write_bytes(b"")
     assert slurm_version.mpi_plugins(tmp_path) == {"pmix", "pmix_v5", "pmi2", "cray_shasta"}
     assert slurm_version.mpi_plugins(tmp_path / "nowhere") == frozenset()
+
+
+@pytest.mark.parametrize(("version", "delay"), [
+    (SlurmVersion(24, 11), False), (SlurmVersion(25, 5), False),
+    (SlurmVersion(25, 11), True), (SlurmVersion(26, 5), True),
+], ids=["24.11", "25.05", "25.11", "26.05"])
+def test_requeue_delay_from_25_11(version: SlurmVersion, delay: bool) -> None:
+    # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_requeue_delay (added with expedited requeue in 25.11)
+    assert version.requeue_delay is delay

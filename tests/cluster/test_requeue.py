@@ -1,0 +1,170 @@
+"""Fast requeue, for real: a job requeued because its node failed starts again on the other worker within
+the shortest hold the flavor allows, not after Slurm's default 120 s (docs/requeue.md).
+
+Two causes slurmpod produces: preStop (a pod deleted under a running job: `scontrol requeue`, then
+`StartTime=now`), and a health check that fails the prolog (the node is drained and slurmctld requeues the
+job). Both run on the session cluster's shipped spec (`requeue.fast: true`), with no hold lifted by hand.
+
+Worst cases, each a bound below: a requeued job is eligible HOLD_S after its requeue completes (cred_expire
+15 s + 1 on 24.11; requeue_delay 0 + 1 on 26.05), then waits at most for the next backfill pass
+(bf_interval, 30 s by default) and its launch. Slurm's default hold alone is 121 s, beyond every bound.
+Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
+Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_requeue_delay
+Ref: https://slurm.schedmd.com/sched_config.html (bf_interval)
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+
+import healthkit
+import pytest
+from clusterkit import Session, all_idle, job, restore_pod, scontrol, wait_for, wait_idle
+from healthkit import DRAIN_WORST_S, JOB_WORST_S, drained_with, health_config, write_health_config
+
+from slurmpod import well_known as wk
+from slurmpod_host.cluster import lifecycle, runtime
+from slurmpod_host.cluster.jobs import JobRecord
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster]
+
+HOME = f"/home/{wk.DEMO_USER}"
+HOLD_S = {"24.11": wk.FAST_CRED_EXPIRE_S + 1, "26.05": wk.FAST_REQUEUE_DELAY_S + 1}
+BACKFILL_PASS_S = 30  # bf_interval, Slurm's default: how long an eligible pending job may wait for a pass
+LAUNCH_S = 10  # allocation, prolog (healthy: under 1 s) and the job's first line on the shared /home
+SLURM_DEFAULT_HOLD_S = 121  # cred_expire 120 s + 1
+FAULT_REASON = "slurmpod: gpu-count: no NVML library, 8 GPUs expected"
+
+# Each run appends a line with its host to the job's output, then sleeps until the test cancels it.
+# Ref: https://slurm.schedmd.com/sbatch.html#OPT_SLURM_RESTART_COUNT
+SCRIPT = """#!/bin/bash
+echo "start run=${SLURM_RESTART_COUNT:-0} host=$(hostname)"
+sleep 300
+"""
+
+
+def _hold_s(flavor: str) -> int:
+    return HOLD_S[flavor]
+
+
+def _out_dir(s: Session, name: str) -> str:
+    path = f"{HOME}/sptest-requeue/{name}"
+    result = s.as_researcher("sh", "-c", f"rm -rf {shlex.quote(path)} && mkdir -p {shlex.quote(path)}")
+    assert result.code == 0, result.stderr
+    return path
+
+
+def _sbatch(s: Session, *args: str) -> int:
+    result = s.as_researcher("sbatch", "--parsable", *args, timeout=60)
+    assert result.code == 0, result.stderr
+    return int(result.stdout.strip().split(";")[0])
+
+
+def _running_on(s: Session, job_id: int, host: str, bound: float) -> tuple[JobRecord, float]:
+    def there() -> JobRecord | None:
+        st = job(s, job_id)
+        return st if st.state == "RUNNING" and st.batch_host == host else None
+    return wait_for(f"job {job_id} running again on {host}", there, bound)
+
+
+def test_the_flavors_hold_is_rendered(session: Session) -> None:
+    config = session.root_in(session.cluster.controller, "scontrol", "show", "config").stdout
+    if session.flavor == "24.11":
+        assert re.search(rf"^AuthInfo\s*=\s*.*\bcred_expire={wk.FAST_CRED_EXPIRE_S}\b", config, re.M), config
+    else:
+        assert re.search(rf"^SchedulerParameters\s*=.*\brequeue_delay={wk.FAST_REQUEUE_DELAY_S}\b", config,
+                         re.M), config
+
+
+def test_prestop_requeue_runs_again_on_the_other_worker_at_once(session: Session) -> None:
+    victim, other = session.cluster.workers[0], session.cluster.workers[1]
+    out = _out_dir(session, "prestop")
+    script = f"{out}/job.sh"
+    write = session.as_researcher("sh", "-c", f"printf %s {shlex.quote(SCRIPT)} > {script}")
+    assert write.code == 0, write.stderr
+    # Pinned to the victim by draining the other worker while it starts (`-w` would survive the requeue).
+    scontrol(session, "update", f"NodeName={other}", "State=DRAIN", "Reason=sptest pin job")
+    try:
+        job_id = _sbatch(session, "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
+        wait_for(f"job {job_id} running on {victim}",
+                 lambda: True if (st := job(session, job_id)).state == "RUNNING" and st.batch_host == victim else None,
+                 60)
+    finally:
+        scontrol(session, "update", f"NodeName={other}", "State=RESUME")
+    wait_idle(session, other)
+    try:
+        started = time.monotonic()
+        hook_s = lifecycle.delete_pod(session.client, session.cluster.name, victim)
+        # preStop lifts the hold itself (StartTime=now once the job has left): eligible when the hook
+        # returns. slurmctld does not schedule on that update, so the bound is the hook, the next backfill
+        # pass, one launch.
+        after = job(session, job_id)
+        print(f"after preStop: {after}")
+        assert after.state == "RUNNING" or after.start_time is None or after.start_time <= time.time() + 1, after
+        bound = hook_s + BACKFILL_PASS_S + LAUNCH_S
+        st, _ = _running_on(session, job_id, other, bound)
+        took = time.monotonic() - started
+        print(f"preStop took {hook_s:.2f}s; job {job_id} running on {other} {took:.1f}s after the delete began "
+              f"(bound {bound:.0f}s; Slurm's own hold {SLURM_DEFAULT_HOLD_S}s)")
+        assert st.restarts == 1, st
+        assert bound < SLURM_DEFAULT_HOLD_S
+        wait_for("the rerun's first line", lambda: True if session.as_researcher(
+            "grep", "-qx", f"start run=1 host={other}", f"{out}/{job_id}.out").code == 0 else None, LAUNCH_S)
+    finally:
+        session.root_in(session.cluster.controller, "scancel", str(job_id))
+        if victim not in {c.name for c in runtime.find(session.client, session.cluster.name).containers}:
+            restore_pod(session, victim)
+    all_idle(session)
+
+
+@pytest.mark.smoke
+def test_health_prolog_requeue_runs_again_on_the_other_worker_within_the_flavors_hold(session: Session) -> None:
+    """No hand on the hold: the job waits exactly what slurm.conf says, then one scheduling pass."""
+    faulty, healthy = session.cluster.workers[0], session.cluster.workers[1]
+    admin_reason = "sptest: jobs kept off until the fault is in"
+    good = health_config(session, faulty)
+    hold = _hold_s(session.flavor)
+    scontrol(session, "update", f"nodename={healthy}", "state=drain", f"reason={admin_reason}")
+    job_id = 0
+    try:
+        held = session.as_researcher("sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "sleep 300",
+                                     timeout=60)
+        assert held.code == 0, held.stderr
+        job_id = int(held.stdout.strip().split(";")[0])
+        # The fault (the node's GPUs' library gone) and the release back to back: the job's prolog meets it.
+        write_health_config(session, faulty, {**good, "expected_gpus": 8})
+        fault_at = time.monotonic()
+        scontrol(session, "release", str(job_id))
+        _, waited = wait_for(f"{faulty} drained by slurmpod",
+                             lambda: drained_with(session, faulty, FAULT_REASON), DRAIN_WORST_S)
+        print(f"drained {waited:.1f}s after the fault")
+
+        def requeued() -> JobRecord | None:
+            st = job(session, job_id)
+            return st if st.state == "PENDING" and st.restarts >= 1 else None
+        pending, waited = wait_for(f"job {job_id} requeued", requeued, JOB_WORST_S)
+        requeued_at = time.time()
+        print(f"requeued {waited:.1f}s after the drain: {pending}")
+        assert "Held" not in pending.reason, pending
+        # The hold as slurmctld set it: eligible at most HOLD_S after the requeue (plus the poll's second).
+        if pending.reason == "BeginTime":
+            assert pending.start_time is not None and pending.start_time <= requeued_at + hold + 1, (
+                f"begin time {pending.start_time} is more than {hold}s after the requeue at {requeued_at:.0f}")
+        scontrol(session, "update", f"nodename={healthy}", "state=resume")
+
+        bound = hold + BACKFILL_PASS_S + LAUNCH_S
+        st, waited = _running_on(session, job_id, healthy, bound)
+        print(f"job {job_id} running on {healthy} {waited:.1f}s after its requeue, "
+              f"{time.monotonic() - fault_at:.1f}s after the fault (bound {bound}s after the requeue; "
+              f"Slurm's own hold {SLURM_DEFAULT_HOLD_S}s)")
+        assert st.restarts >= 1, st
+        assert bound < SLURM_DEFAULT_HOLD_S
+    finally:
+        if job_id:
+            session.root_in(session.cluster.controller, "scancel", str(job_id))
+        write_health_config(session, faulty, good)
+        healthkit.resume(session, healthy)
+        healthkit.resume(session, faulty)
+        all_idle(session)
