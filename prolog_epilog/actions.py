@@ -16,6 +16,12 @@
   leaves a node that is already DRAIN alone (src/slurmctld/node_mgr.c, "state already changed").
   When our drain RPC fails, the node ends up drained as "Prolog error", which is not ours to lift.
   Ref: https://slurm.schedmd.com/prolog_epilog.html#failure_handling
+- The periodic run that drains for a failure whose remediation is a pod restart or a node
+  replacement (the node cannot serve the jobs on it: a fatal XID, a GPU off the bus) also requeues the
+  batch jobs running there, so they start again elsewhere instead of running on into the fault. A
+  failure that only drains (a missing mount, a hot GPU) lets them finish. Jobs that may not be
+  requeued (`--no-requeue`) are left to run, and said so in the log.
+  Ref: https://slurm.schedmd.com/scontrol.html#OPT_requeue
 - Startup runs before slurmd registers: there is no node to drain yet; it only reports (exit code).
 """
 
@@ -27,7 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from slurmpod.errors import SlurmpodError
-from slurmpod.prolog_epilog.result import CheckResult, Context
+from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation
 from slurmpod.prolog_epilog.runner import first_failure
 from slurmpod.prolog_epilog.state import StateDir
 
@@ -54,6 +60,27 @@ def owned_drain_check(state: StateDir) -> str | None:
     from slurmpod import reasons  # noqa: PLC0415 - see act()
     reason = state.read(STATE_KEY).get("drained_reason")
     return reasons.health_check_of(reason) if isinstance(reason, str) else None
+
+
+REQUEUE_REMEDIATIONS = frozenset({Remediation.RESTART_POD, Remediation.REPLACE_NODE})
+
+
+def _requeue_running(slurm: SlurmClient, node: str) -> list[int]:
+    """Requeue the batch jobs on ``node`` (each its own RPC, each with the hook's deadline)."""
+    done: list[int] = []
+    for job in slurm.jobs_on_node(node, timeout=RPC_TIMEOUT):
+        if not job.batch or not job.requeue:
+            log.warning("job left running on the faulty node: node=%s job=%d (%s)", node, job.job_id,
+                        "not a batch job" if not job.batch else "may not be requeued")
+            continue
+        try:
+            slurm.requeue(job.job_id, timeout=RPC_TIMEOUT)
+            done.append(job.job_id)
+        except SlurmpodError as exc:  # it ended meanwhile, or slurmctld refused: the others still go
+            log.warning("job not requeued: node=%s job=%d error=%s", node, job.job_id, exc)
+    if done:
+        log.warning("requeued off the faulty node: node=%s jobs=%s", node, ",".join(map(str, done)))
+    return done
 
 
 def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: SlurmClient | None,
@@ -88,6 +115,8 @@ def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: S
             memory["drained_reason"] = reason
             state.write(STATE_KEY, memory)
             log.warning("drained: node=%s reason=%r", node, reason)
+            if context is Context.PERIODIC and failure.remediation in REQUEUE_REMEDIATIONS:
+                _requeue_running(slurm, node)
             return Action.REASSERTED if reasserted else Action.DRAINED
         # periodic and clean
         if not reasons.health_may_lift(current):

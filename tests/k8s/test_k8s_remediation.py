@@ -4,9 +4,10 @@ A small release of its own (one controller, one worker, no login pod; `k8sSync.r
 on) leaves the session's release as it is. Its worker runs the production worker image with the C fakes
 (tests/fakes) copied in as the driver's libraries at pod start, from the release's /home volume (a
 hostPath PersistentVolume this harness made, written here from the host), so NVML sees 8 GPUs. An XID 79
-(GPU fallen off the bus: replace the node) under a running job drains the worker; the node is tainted
-only once that job has been requeued and the worker is idle, and the taint is lifted once the worker is
-back in Slurm service.
+(GPU fallen off the bus: replace the node) under a running job: the periodic check drains the worker and
+requeues the job; the node is tainted once the worker is idle, and the taint is lifted once the worker
+is back in Slurm service. That no taint comes while a job still runs is a unit table
+(tests/unit/entrypoints/k8s_sync/test_decide.py).
 Ref: https://docs.nvidia.com/deploy/xid-errors/index.html
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,6 @@ VALUES = ["--set=nodesets.workers.replicas=1", "--set=loginsets.login.enabled=fa
           "--set=controller.slurmctld.resources.requests.cpu=50m",
           "--set=nodesets.workers.slurmd.resources.requests.cpu=50m"]
 READY_S = 240.0
-QUIET_S = 4 * K8S_SYNC_INTERVAL_S + 2
 TAINT_BOUND_S = 3 * K8S_SYNC_INTERVAL_S + 10
 
 
@@ -129,16 +128,15 @@ def test_replace_node_taints_only_once_the_job_is_requeued_then_lifts(gpu: tuple
     wait_for(f"job {job} running", lambda: True if _in(kube, CONTROLLER, "squeue", "-h", "-j", job, "-o", "%T")
              .stdout.strip() == "RUNNING" else None, 60)
     _state(home, HEALTHY + "xid=1:79\n")
+    # The periodic check (what slurmd's HealthCheckProgram runs) drains for a replace-node fault and
+    # requeues the batch job on the node; only then, the worker idle, is the node tainted.
     _in(kube, WORKER, "slurmpod", "check", "run", "--context", "periodic", "--act")
     flags, reason, _ = _node(kube)
     assert "DRAIN" in flags and reason.startswith("slurmpod: xid: replace node: "), (flags, reason)
-    time.sleep(QUIET_S)
-    assert _taints(kube) == [], "tainted while the job still ran on the node"
-    requeued = _in(kube, CONTROLLER, "scontrol", "requeue", job)
-    assert requeued.returncode == 0, requeued.stderr
-    started = time.monotonic()
+    state = _in(kube, CONTROLLER, "squeue", "-h", "-j", job, "-o", "%T %r").stdout.strip()
+    assert state.startswith("PENDING"), f"job {job} not requeued by the check: {state!r}"
     _, waited = wait_for("the node tainted", lambda: _taints(kube) or None, TAINT_BOUND_S)
-    note(f"job requeued, worker idle -> node tainted after {waited:.1f}s")
+    note(f"XID 79 under job {job}: requeued by the check, node tainted {waited:.1f}s later")
     assert _taints(kube) == [{"key": wk.TAINT_HARDWARE_FAULT, "value": "xid", "effect": "NoSchedule"}]
     cond = _condition(kube)
     assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Xid"), cond
@@ -146,7 +144,6 @@ def test_replace_node_taints_only_once_the_job_is_requeued_then_lifts(gpu: tuple
     events = json.loads(kube.kubectl("get", "events", "-n", "default", "-o", "json",
                                      f"--field-selector=involvedObject.name={NODE_NAME}").stdout)["items"]
     assert any(e["reason"] == "SlurmpodReplaceNode" for e in events)
-    assert time.monotonic() - started < TAINT_BOUND_S + 5
     # Repaired (here: the fault cleared and the drain lifted by hand, as after a GPU reset): lifted.
     _state(home, HEALTHY)
     _in(kube, CONTROLLER, "scancel", job)

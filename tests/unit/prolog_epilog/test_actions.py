@@ -160,3 +160,37 @@ def test_a_drain_by_a_check_the_config_turned_off_is_lifted_by_clean_runs(state:
     slurm.add_node(NODE)
     slurm.drain(NODE, reasons.health("nccl", "bus bandwidth 12 GB/s"))
     assert [_periodic(slurm, state, GOOD) for _ in range(3)][-1] is Action.RESUMED
+
+
+def test_a_periodic_restart_or_replace_failure_requeues_the_running_batch_jobs(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, base="ALLOCATED")
+    slurm.add_job(1, NODE)
+    slurm.add_job(2, NODE, requeue=False)
+    slurm.add_job(3, NODE, batch=False)
+    slurm.add_job(4, "gpu-1")
+    replace = (fail("xid", "XID 79 on GPU 0", Remediation.REPLACE_NODE),)
+    assert _run(slurm, state, Context.PERIODIC, replace) is Action.DRAINED
+    assert slurm.called("requeue") == [(1,)]
+    assert slurm.nodes_by_name[NODE].reason == "slurmpod: xid: replace node: XID 79 on GPU 0"
+
+
+@pytest.mark.parametrize(("context", "remediation"), [
+    (Context.PERIODIC, Remediation.DRAIN), (Context.PROLOG, Remediation.REPLACE_NODE),
+    (Context.EPILOG, Remediation.RESTART_POD)], ids=["drain-only", "prolog", "epilog"])
+def test_no_other_failure_requeues_anything(state: StateDir, context: Context, remediation: Remediation) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, base="ALLOCATED")
+    slurm.add_job(1, NODE)
+    assert _run(slurm, state, context, (fail("mounts", "not mounted: /data", remediation),)) is Action.DRAINED
+    assert slurm.called("requeue") == []
+
+
+def test_a_refused_requeue_does_not_stop_the_others(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, base="ALLOCATED")
+    slurm.add_job(1, NODE)
+    slurm.add_job(2, NODE)
+    slurm.end_when_listed.add(1)  # ends right after the listing: its requeue is refused
+    assert _run(slurm, state, Context.PERIODIC, BAD) is Action.DRAINED
+    assert 2 in [args[0] for args in slurm.called("requeue")]
