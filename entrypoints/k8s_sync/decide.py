@@ -22,6 +22,7 @@ Ref: https://slurm.schedmd.com/scontrol.html#OPT_State_1 (DRAIN, RESUME)
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -131,8 +132,9 @@ def _condition_reason(node: NodeState, state: State) -> str:
 def pod_condition(node: NodeState) -> Condition:
     state = state_of(node)
     status = "False" if node.held or node.not_responding else "True"
+    shown = node if node.held else dataclasses.replace(node, reason="")  # a stale reason holds nothing
     return Condition(wk.CONDITION_SLURM_NODE, status, _condition_reason(node, state),
-                     str(node)[:CONDITION_MESSAGE_MAX])
+                     str(shown)[:CONDITION_MESSAGE_MAX])
 
 
 def cause(node: KubeNode, slurm: NodeState, now: float, s: K8sSyncSpec) -> str | _Keep | None:
@@ -143,7 +145,7 @@ def cause(node: KubeNode, slurm: NodeState, now: float, s: K8sSyncSpec) -> str |
     ready = node.ready
     if ready.status not in ("True", "False", "Unknown") or ready.since <= 0:
         return KEEP  # no Ready condition yet, or no time for it: unknown
-    ours_not_ready = slurm.reason == reasons.k8s(NOT_READY)
+    ours_not_ready = holding_reason(slurm) == reasons.k8s(NOT_READY)
     if ready.status != "True":
         if now - ready.since >= s.not_ready_grace_seconds:
             return NOT_READY
@@ -153,19 +155,27 @@ def cause(node: KubeNode, slurm: NodeState, now: float, s: K8sSyncSpec) -> str |
     return None
 
 
+def holding_reason(slurm: NodeState) -> str:
+    """The reason that holds the node out of service; "" for a node in service. Without accounting,
+    slurmctld 24.11 keeps the old reason text after RESUME (clusteracct_storage_g_node_up() clears it
+    only with an accounting plugin), so a reason alone says nothing."""
+    return slurm.reason if slurm.held else ""
+
+
 def _drain_or_lift(pod: WorkerPod, node: KubeNode, slurm: NodeState, now: float,
                    s: K8sSyncSpec) -> Drain | Undrain | None:
     want = cause(node, slurm, now, s)
     if isinstance(want, _Keep):
         return None
-    owner = reasons.owner(slurm.reason)
+    current = holding_reason(slurm)
+    owner = reasons.owner(current)
     if want is None:
-        if reasons.k8s_may_lift(slurm):
-            return Undrain(pod, slurm.reason, f"node {node.name} schedulable and Ready")
+        if owner is reasons.Owner.K8S:
+            return Undrain(pod, current, f"node {node.name} schedulable and Ready")
         return None
     reason = reasons.k8s(want)
-    if owner is reasons.Owner.NONE or (owner is reasons.Owner.K8S and (slurm.reason != reason or not slurm.drained)):
-        return Drain(pod, reason, f"node {node.name} {want}", slurm.reason)
+    if owner is reasons.Owner.NONE or (owner is reasons.Owner.K8S and current != reason):
+        return Drain(pod, reason, f"node {node.name} {want}", current)
     return None  # held for someone else's reason: theirs to lift
 
 

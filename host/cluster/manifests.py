@@ -148,6 +148,9 @@ def load(directory: Path) -> Bundle:
             if p.check(isinstance(name, str) and bool(name), f"{where}.metadata.name", str(name), "required"):
                 documents.append(Document(resource, _base(body)))
     p.raise_if_any()
-    namespaces = {d.body["metadata"].get("namespace") for d in documents} - {None}
+    # The pods' namespace: a chart may also put an object elsewhere (k8s-sync's Role for Node Events
+    # lives in `default`).
+    namespaces = ({d.body["metadata"].get("namespace") for d in documents if d.kind == "StatefulSet"}
+                  or {d.body["metadata"].get("namespace") for d in documents}) - {None}
     namespace = kust.get("namespace") or (min(namespaces) if namespaces else DEFAULT_NAMESPACE)
     return Bundle(namespace=str(namespace), documents=tuple(documents))

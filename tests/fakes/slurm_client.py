@@ -136,6 +136,8 @@ class FakeSlurm:
     def resume(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._enter("resume", timeout, name)
         node = self.nodes_by_name[name]
+        if not node.drained and node.base != "DOWN":  # slurmctld's answer to RESUME of a node in service
+            raise SlurmRefused("scontrol update exited 1: slurm_update error: Invalid node state specified")
         self._set(name, flags=node.flags - {"DRAIN", "DRAINED", "DRAINING"}, reason="")
 
     def requeue(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> None:

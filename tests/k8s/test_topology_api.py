@@ -1,4 +1,4 @@
-"""`topology.source: api` on a real API server: the controller, under the chart's topology-reader
+"""`topology.source: api` on a real API server: the controller, under the chart's controller
 ServiceAccount and RBAC, reads the Node's real labels with its real token and renders topology.conf from
 them; a pod under a ServiceAccount without that RBAC is refused (HTTP 403) by the API server.
 
@@ -29,10 +29,10 @@ VALUES = ["--set=cluster.topologyPlugin=tree", "--set=cluster.topology.source=ap
           "--set=controller.slurmctld.resources.requests.cpu=50m",
           "--set=nodesets.workers.slurmd.resources.requests.cpu=50m"]
 SYNC_BOUND_S = 5 * 2 + 20  # two sync passes and a reconfigure
-# The in-cluster reader the controller uses (topology/kubeapi.py), run in a pod.
-READ_NODES = ("from slurmpod.topology import kubeapi; import os, json; "
-              "print(json.dumps([n['metadata']['labels'] for n in kubeapi.Reader(kubeapi.in_cluster(os.environ))"
-              ".nodes()['items']]))")
+# The in-cluster Kubernetes seam the controller uses (slurmpod.kube), run in a pod.
+READ_NODES = ("from slurmpod.kube import access, library; import os, json; "
+              "print(json.dumps([n['metadata']['labels'] for n in library.LibraryKube(access.in_cluster(os.environ))"
+              ".list_nodes()['items']]))")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def topo(kube: Kube) -> Iterator[release.Chart]:
 def test_the_controller_renders_topology_from_real_node_labels(kube: Kube, topo: release.Chart) -> None:
     controller, worker = f"{RELEASE}-controller-0", f"{RELEASE}-worker-0"
     pod = json.loads(kube.kubectl("-n", NAMESPACE, "get", "pod", controller, "-o", "json").stdout)
-    assert pod["spec"]["serviceAccountName"] == f"{RELEASE}-topology-reader"
+    assert pod["spec"]["serviceAccountName"] == f"{RELEASE}-controller"
 
     def rendered() -> str | None:
         text = kube.kubectl("-n", NAMESPACE, "exec", controller, "--", "cat", wk.TOPOLOGY_CONF, check=False).stdout

@@ -137,6 +137,20 @@ def test_a_lifted_drain_is_put_back_while_the_cause_lasts(w: World) -> None:
     assert w.counters["drains"] == 2
 
 
+def test_a_reason_left_on_a_node_in_service_holds_nothing(w: World) -> None:
+    """Without accounting, slurmctld 24.11 keeps a node's old reason text after RESUME: ours is not lifted
+    again (nothing holds the node), and an admin's old one does not keep a cordon from draining."""
+    w.slurm.add_node("w-0", flags=("DYNAMIC_NORM",), reason=K8S_CORDONED)
+    w.slurm.add_node("w-1", flags=("DYNAMIC_NORM",), reason=ADMIN)
+    w.run()
+    assert w.slurm.called("resume") == [] and w.slurm.called("drain") == []
+    cond = {c["type"]: c for c in w.kube.pods["w-1"]["status"]["conditions"]}[wk.CONDITION_SLURM_NODE]
+    assert ADMIN not in cond["message"]
+    w.cordon("n1")
+    w.run()
+    assert (w.reason("w-1"), w.drained("w-1")) == (K8S_CORDONED, True)
+
+
 def test_an_admin_drain_on_a_cordoned_node_is_never_changed(w: World) -> None:
     w.slurm.drain("w-0", ADMIN)
     w.cordon("n0")
