@@ -1,4 +1,4 @@
-"""Fast requeue: from a health fault injected under a running job to that job running again on a healthy node,
+"""Fast requeue: from a health fault injected on a job's node to that job running again on a healthy node,
 with slurmpod's `requeue.fast` (the shipped spec) beside Slurm's default hold, paired per round.
 
 Two clusters of two workers run side by side, one with the shipped spec and one with `requeue.fast: false`
@@ -6,12 +6,11 @@ Two clusters of two workers run side by side, one with the shipped spec and one 
 figures of a round see the same host load. One default-hold job per round, not five at once: a worker here
 has 2 CPUs, so five one-CPU jobs cannot all start on the faulty node to be requeued together.
 
-One measurement: the healthy worker is drained (an admin's reason) so the job starts on the other; once
-it runs, the fault comes: the node's GPU library gone (`expected_gpus: 8` in the health config of a
-worker without libnvidia-ml, a restart-pod fault), and the periodic health check runs at once (what
-slurmd's HealthCheckProgram does at its next interval), drains the node and requeues the job; the
-healthy worker is returned as soon as the requeue is seen; the clock stops when the job is RUNNING
-there. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckProgram
+One measurement: the healthy worker is drained (an admin's reason) so the job lands on the other; the
+fault is the node's GPU library gone (`expected_gpus: 8` in the health config of a worker without
+libnvidia-ml), injected as the held job is released; its prolog fails, drains the node and slurmctld
+requeues the job; the healthy worker is returned as soon as the requeue is seen; the clock stops when the
+job is RUNNING there. Ref: https://slurm.schedmd.com/prolog_epilog.html#failure_handling
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from slurmpod_host.cluster.jobs import JobRecord
 
 FAST_LINE = ("fast: true", "fast: false")  # the shipped ConfigMap's `requeue.fast`
 ADMIN_REASON = "bench: kept free until the job is requeued"
-# Bounds: the check's drain and requeue, Slurm's default hold (121 s), a backfill pass (30 s), the launch.
+# Bounds: the prolog's deadline and drain, Slurm's default hold (121 s), a backfill pass (30 s), the launch.
 REQUEUE_WORST_S = 90.0
 RUN_AGAIN_WORST_S = 121.0 + 30.0 + 30.0
 IDLE_WORST_S = 120.0
@@ -103,16 +102,11 @@ def fault_to_running_again(b: Bench) -> float:
     b.scontrol("update", f"nodename={healthy}", "state=drain", f"reason={ADMIN_REASON}")
     job_id = 0
     try:
-        out = b.run(["sbatch", "--parsable", "-o", "/dev/null", "--wrap", "sleep 600"], user=wk.DEMO_USER)
+        out = b.run(["sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "sleep 600"], user=wk.DEMO_USER)
         job_id = int(out.strip().split(";")[0])
-        b.wait(f"job {job_id} running on {faulty}",
-               lambda: (st := b.job(job_id)).state == "RUNNING" and st.batch_host == faulty, RUN_AGAIN_WORST_S)
         b.write_health_config(faulty, _faulty(good))
         started = time.monotonic()
-        check = runtime.exec_in(b.client, faulty, ["slurmpod", "check", "run", "--context", "periodic", "--act"],
-                                timeout_s=60)
-        if check.code != 1:
-            raise PermanentError(f"{faulty}: the periodic check found no fault (exit {check.code}): {check.stdout}")
+        b.scontrol("release", str(job_id))
         b.wait(f"job {job_id} requeued", lambda: (st := b.job(job_id)).state == "PENDING" and st.restarts >= 1,
                REQUEUE_WORST_S)
         b.scontrol("update", f"nodename={healthy}", "state=resume")
@@ -169,7 +163,7 @@ def requeue_latency(report: Report, flavor: str, trials: int, *, fast_name: str,
         cluster_cli.down(fast_name)
         cluster_cli.down(hold_name)
     saved = [h - f for f, h in zip(fast_s, hold_s, strict=True)]
-    report.add(Figure(f"health fault under a running job to it running on the healthy worker ({flavor}, median of "
+    report.add(Figure(f"health fault to the requeued job running on the healthy worker ({flavor}, median of "
                       f"{trials})", "s", median(fast_s), median(hold_s), "requeue.fast false, same rounds",
                       samples=tuple(fast_s), baseline_samples=tuple(hold_s)))
     report.notes.append(f"requeue ({flavor}): seconds saved per round (paired) "
