@@ -31,7 +31,7 @@ from slurmpod import well_known as wk
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
-FAULT_REASON = "slurmpod: gpu-count: no NVML library, 8 GPUs expected"
+FAULT_REASON = "slurmpod: gpu-count: restart pod: no NVML library, 8 GPUs expected"
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ HOLD_S = {"24.11": wk.FAST_CRED_EXPIRE_S + 1, "26.05": wk.FAST_REQUEUE_DELAY_S +
 BACKFILL_PASS_S = 30  # bf_interval, Slurm's default: how long an eligible pending job may wait for a pass
 LAUNCH_S = 10  # allocation, prolog (healthy: under 1 s) and the job's first line on the shared /home
 SLURM_DEFAULT_HOLD_S = 121  # cred_expire 120 s + 1
-FAULT_REASON = "slurmpod: gpu-count: no NVML library, 8 GPUs expected"
+FAULT_REASON = "slurmpod: gpu-count: restart pod: no NVML library, 8 GPUs expected"
 
 # Each run appends a line with its host to the job's output, then sleeps until the test cancels it.
 # Ref: https://slurm.schedmd.com/sbatch.html#OPT_SLURM_RESTART_COUNT
