@@ -60,7 +60,9 @@ MPI_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libopenmpi-dev")
 JWT_PLUGIN_PACKAGE = "slurm-wlm-jwt-plugin"
 
 # Third-party Python wheels installed into the venv of the base image (from the host wheelhouse).
-PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py", "kubernetes")
+PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py")
+# In the wheelhouse too, installed by the controller image alone (slurmpod[kube]).
+CONTROLLER_REQUIREMENTS: tuple[str, ...] = ("kubernetes",)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from slurmpod.errors import PermanentError
 
-from .flavors import PYTHON_REQUIREMENTS, Flavor
+from .flavors import CONTROLLER_REQUIREMENTS, PYTHON_REQUIREMENTS, Flavor
 
 # manylinux tags the suites' glibc (2.41+) accepts; pip matches platform tags exactly, so list
 # each one a wheel might carry. Ref: https://peps.python.org/pep-0600/
@@ -52,7 +52,7 @@ def wheelhouse_dir(build_dir: Path, flavor: Flavor) -> Path:
 
 
 def requirements(flavor: Flavor) -> tuple[str, ...]:
-    return (*PYTHON_REQUIREMENTS, "pip")
+    return (*PYTHON_REQUIREMENTS, *CONTROLLER_REQUIREMENTS, "pip")
 
 
 def stamp_text(flavor: Flavor) -> str:

@@ -13,11 +13,13 @@ RUN apt-get update; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
 
-# slurmpod itself: the last layers, so a Python-only change reuses every layer above.
+# slurmpod itself: the last layers, so a Python-only change reuses every layer above. With its `kube`
+# extra here alone: the Kubernetes API client of the controller's daemons (k8s-sync, topology-sync).
 COPY slurmpod-wheel/ /tmp/slurmpod-wheel/
 RUN set -- /usr/share/slurmpod/wheelhouse/pip-*.whl; \
+    wheel=$(ls /tmp/slurmpod-wheel/slurmpod-*.whl); \
     /opt/slurmpod/bin/python "$1/pip" install --no-cache-dir --disable-pip-version-check \
-        --no-index --find-links /usr/share/slurmpod/wheelhouse /tmp/slurmpod-wheel/slurmpod-*.whl; \
+        --no-index --find-links /usr/share/slurmpod/wheelhouse "$wheel[kube]"; \
     rm -rf /tmp/slurmpod-wheel; \
     ln -sf /opt/slurmpod/bin/slurmpod /usr/local/bin/slurmpod
 

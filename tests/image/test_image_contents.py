@@ -227,3 +227,10 @@ def test_restapi_image_has_its_own_user_and_the_jwt_plugins(hosts: dict[str, Any
     owners = host.check_output("dpkg -S auth_jwt.so rest_auth_jwt.so")  # auth/jwt and rest_auth/jwt
     assert "slurm-wlm-jwt-plugin:" in owners and "slurm-wlm-basic-plugins:" in owners, owners
     assert not host.file("/etc/slurm/jwt_hs256.key").exists  # the key comes from a Secret at pod start
+
+
+@pytest.mark.parametrize("name", ["controller", "worker", "login"])
+def test_only_the_controller_carries_the_kubernetes_client(hosts: dict[str, Any], name: str) -> None:
+    """slurmpod[kube] in the controller alone: its daemons talk to the API server, no other pod does."""
+    found = hosts[name].run("/opt/slurmpod/bin/python -c 'import kubernetes'").rc == 0
+    assert found is (name == "controller")
