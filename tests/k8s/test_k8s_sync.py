@@ -132,6 +132,14 @@ def _running(kube: Kube, name: str) -> bool | None:
         (pod.get("status") or {}).get("phase") == "Running" else None
 
 
+def _settled(kube: Kube) -> None:
+    """worker-0 in Slurm service before a test begins: an API server outage just before can make the
+    node controller mark the node Unknown for a moment once it is back (the kubelet's status came late),
+    which k8s-sync drains after its short test grace period and lifts once Ready has settled."""
+    wait_for(f"{kube.workers[0]} in service", lambda: _in_service(kube, kube.workers[0]),
+             NOT_READY_BOUND_S + READY_BOUND_S)
+
+
 def _workers_back(kube: Kube) -> None:
     """worker-0 Ready and in Slurm service; worker-1 running (a drained worker is never Ready: its
     readiness probe says so, docs/lifecycle.md)."""
@@ -246,6 +254,7 @@ def test_with_the_api_server_stopped_nothing_is_drained_or_undrained(agreement: 
 def test_a_stopped_kubelet_drains_past_the_grace_period_and_ready_returns(agreement: Kube) -> None:
     kube = agreement
     w0 = kube.workers[0]
+    _settled(kube)
     lifecycle.stop_one(kube.layout, "kubelet")
     started = time.monotonic()
     try:
@@ -266,6 +275,7 @@ def test_a_restart_pod_fault_restarts_the_idle_worker_once(agreement: Kube) -> N
     replacement keeps the health drain (re-applied byte for byte) and is not deleted again."""
     kube = agreement
     w0 = kube.workers[0]
+    _settled(kube)
     original = kube.exec(w0, "cat", wk.HEALTH_CONFIG)
     assert original.returncode == 0, original.stderr
     doc = json.loads(original.stdout)
@@ -296,6 +306,7 @@ def test_a_restart_pod_fault_restarts_the_idle_worker_once(agreement: Kube) -> N
 def test_an_idle_worker_is_evicted_at_once_and_a_busy_one_only_after_its_job(agreement: Kube) -> None:
     kube = agreement
     w0, w1 = kube.workers
+    _settled(kube)
     wait_for(f"{w0} labelled idle", lambda: True if _label(kube, w0) == "idle" else None, 30)
     uid = (_pod(kube, w0) or {})["metadata"]["uid"]
     done = _evict(kube, w0)
