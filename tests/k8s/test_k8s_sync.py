@@ -328,7 +328,7 @@ def test_an_idle_worker_is_evicted_at_once_and_a_busy_one_only_after_its_job(agr
         assert (_pod(kube, w0) or {})["metadata"]["uid"] == busy_uid
         assert kube.job(job)["job_state"] == ["RUNNING"]
         flags, reason = _state(kube, w0)
-        assert "DRAIN" in flags and reason == "slurmpod: k8s: cordoned", (flags, reason)  # DRAINING: no new jobs
+        assert "DRAIN" in flags and reason == CORDONED, (flags, reason)  # DRAINING: no new jobs (the why from above)
         # The admin-drained worker is not busy: no budget covered it, and the drain evicted it.
         after = _pod(kube, w1)
         assert after is None or after["metadata"]["uid"] != drained_uid or after["metadata"].get("deletionTimestamp")
