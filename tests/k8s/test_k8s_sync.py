@@ -307,6 +307,7 @@ def test_an_idle_worker_is_evicted_at_once_and_a_busy_one_only_after_its_job(agr
     kube = agreement
     w0, w1 = kube.workers
     _settled(kube)
+    kube.kubectl("annotate", "node", NODE_NAME, f"{wk.ANNOTATION_CORDON_REASON}={WHY}", "--overwrite")
     wait_for(f"{w0} labelled idle", lambda: True if _label(kube, w0) == "idle" else None, 30)
     uid = (_pod(kube, w0) or {})["metadata"]["uid"]
     done = _evict(kube, w0)
