@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -62,6 +63,21 @@ def run_slurmpod(env: dict[str, str], *args: str, timeout: float) -> subprocess.
 # --- Node state and pod lifecycle helpers (tests/cluster/test_node_lifecycle.py, test_faults.py) ---
 
 IDLE_TIMEOUT_S = 90.0
+
+
+def out_dir(s: Session, suite: str, name: str) -> str:
+    """A fresh directory for a test's job output in the researcher's shared home."""
+    path = f"/home/{wk.DEMO_USER}/{suite}/{name}"
+    result = s.as_researcher("sh", "-c", f"rm -rf {shlex.quote(path)} && mkdir -p {shlex.quote(path)}")
+    assert result.code == 0, result.stderr
+    return path
+
+
+def sbatch(s: Session, *args: str) -> int:
+    """sbatch as the researcher; the job id."""
+    result = s.as_researcher("sbatch", "--parsable", *args, timeout=60)
+    assert result.code == 0, result.stderr
+    return int(result.stdout.strip().split(";")[0])
 
 
 def scontrol_json(s: Session, *args: str) -> str:

@@ -16,7 +16,9 @@ from clusterkit import (
     all_jobs,
     job,
     node_json,
+    out_dir,
     restore_pod,
+    sbatch,
     scontrol,
     wait_for,
     wait_idle,
@@ -29,7 +31,6 @@ from slurmpod_host.cluster.jobs import JobRecord
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
-HOME = f"/home/{wk.DEMO_USER}"
 RECOVERY_S = 10.0  # the issue: a killed daemon is back, the node IDLE, within 10 s
 PRESTOP_S = 5.0  # the issue: drain + requeue in the preStop hook within 5 s
 JOB_TIMEOUT_S = 180.0
@@ -37,16 +38,7 @@ RERUN_S = 60.0  # requeued job: start on the other worker, sleep 2 s, end (Slurm
 
 
 def _out_dir(s: Session, name: str) -> str:
-    path = f"{HOME}/sptest-faults/{name}"
-    result = s.as_researcher("sh", "-c", f"rm -rf {shlex.quote(path)} && mkdir -p {shlex.quote(path)}")
-    assert result.code == 0, result.stderr
-    return path
-
-
-def _sbatch(s: Session, *args: str) -> int:
-    result = s.as_researcher("sbatch", "--parsable", *args, timeout=60)
-    assert result.code == 0, result.stderr
-    return int(result.stdout.strip().split(";")[0])
+    return out_dir(s, "sptest-faults", name)
 
 
 def _pids(s: Session, pod: str, daemon: str) -> set[str]:
@@ -101,8 +93,8 @@ def _wait_done(s: Session, jobs: list[int], timeout: float = JOB_TIMEOUT_S) -> d
 
 def test_held_and_pending_jobs_survive_a_controller_pod_restart(session: Session) -> None:
     out = _out_dir(session, "controller-restart")
-    held = _sbatch(session, "--hold", "-o", f"{out}/%j.out", "--wrap", "hostname")
-    pending = _sbatch(session, f"--dependency=afterok:{held}", "-o", f"{out}/%j.out", "--wrap", "hostname")
+    held = sbatch(session, "--hold", "-o", f"{out}/%j.out", "--wrap", "hostname")
+    pending = sbatch(session, f"--dependency=afterok:{held}", "-o", f"{out}/%j.out", "--wrap", "hostname")
     assert job(session, held).reason == "JobHeldUser"
     assert (job(session, pending).state, job(session, pending).reason) == ("PENDING", "Dependency")
 
@@ -145,7 +137,7 @@ def test_prestop_requeues_a_running_job_which_completes_on_another_worker(sessio
     # the requeued job to the victim too (a required node list survives a requeue).
     scontrol(session, "update", f"NodeName={other}", "State=DRAIN", "Reason=sptest pin job")
     try:
-        job_id = _sbatch(session, "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
+        job_id = sbatch(session, "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
         running, _ = wait_for(f"job {job_id} running on {victim}",
                               lambda: (st if (st := job(session, job_id)).state == "RUNNING" else None), 60)
         assert running.nodes == victim

@@ -21,7 +21,7 @@ import time
 
 import healthkit
 import pytest
-from clusterkit import Session, all_idle, job, restore_pod, scontrol, wait_for, wait_idle
+from clusterkit import Session, all_idle, job, out_dir, restore_pod, sbatch, scontrol, wait_for, wait_idle
 from healthkit import DRAIN_WORST_S, JOB_WORST_S, drained_with, health_config, write_health_config
 
 from slurmpod import well_known as wk
@@ -30,7 +30,6 @@ from slurmpod_host.cluster.jobs import JobRecord
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
-HOME = f"/home/{wk.DEMO_USER}"
 HOLD_S = {"24.11": wk.FAST_CRED_EXPIRE_S + 1, "26.05": wk.FAST_REQUEUE_DELAY_S + 1}
 BACKFILL_PASS_S = 30  # bf_interval, Slurm's default: how long an eligible pending job may wait for a pass
 LAUNCH_S = 10  # allocation, prolog (healthy: under 1 s) and the job's first line on the shared /home
@@ -50,16 +49,7 @@ def _hold_s(flavor: str) -> int:
 
 
 def _out_dir(s: Session, name: str) -> str:
-    path = f"{HOME}/sptest-requeue/{name}"
-    result = s.as_researcher("sh", "-c", f"rm -rf {shlex.quote(path)} && mkdir -p {shlex.quote(path)}")
-    assert result.code == 0, result.stderr
-    return path
-
-
-def _sbatch(s: Session, *args: str) -> int:
-    result = s.as_researcher("sbatch", "--parsable", *args, timeout=60)
-    assert result.code == 0, result.stderr
-    return int(result.stdout.strip().split(";")[0])
+    return out_dir(s, "sptest-requeue", name)
 
 
 def _running_on(s: Session, job_id: int, host: str, bound: float) -> tuple[JobRecord, float]:
@@ -87,7 +77,7 @@ def test_prestop_requeue_runs_again_on_the_other_worker_at_once(session: Session
     # Pinned to the victim by draining the other worker while it starts (`-w` would survive the requeue).
     scontrol(session, "update", f"NodeName={other}", "State=DRAIN", "Reason=sptest pin job")
     try:
-        job_id = _sbatch(session, "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
+        job_id = sbatch(session, "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
         wait_for(f"job {job_id} running on {victim}",
                  lambda: True if (st := job(session, job_id)).state == "RUNNING" and st.batch_host == victim else None,
                  60)
