@@ -146,10 +146,9 @@ def test_a_retry_that_succeeds_is_an_answer(api: Api) -> None:
 def test_a_server_that_does_not_answer_in_time_is_transient(api: Api) -> None:
     api.handler.delay["/api/v1/nodes"] = 2.0
     api.route("GET", "/api/v1/nodes", (200, {"items": []}))
-    started = time.monotonic()
     with pytest.raises(TransientError, match="list nodes"):
         api.client(read_timeout_s=0.3).list_nodes()
-    assert time.monotonic() - started < 1.5, "a read timeout was retried"
+    assert len(api.seen) == 1, "a read timeout was retried"
 
 
 def test_a_closed_port_is_transient() -> None:
