@@ -86,6 +86,16 @@ def _state(home: Path, text: str) -> None:
     tmp.rename(state / WORKER)
 
 
+def _why_not_up(kube: Kube) -> str:
+    """What a wait for the worker that ran out shows: pods, the namespace's last events, the node."""
+    pods = kube.kubectl("-n", NAMESPACE, "get", "pods", "-o", "wide", timeout=30, check=False)
+    events = kube.kubectl("-n", NAMESPACE, "get", "events", "--sort-by=.lastTimestamp", timeout=30, check=False)
+    logs = kube.kubectl("-n", NAMESPACE, "logs", WORKER, "--tail=30", timeout=30, check=False)
+    node = _in(kube, CONTROLLER, "scontrol", "show", "node", WORKER)
+    return "\n".join([pods.stdout + pods.stderr, "\n".join(events.stdout.splitlines()[-20:]),
+                      logs.stdout + logs.stderr, node.stdout + node.stderr])
+
+
 @pytest.fixture(scope="module")
 def gpu(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kube, Path]]:
     chart = release.Chart(kube.chart.repo, RELEASE, NAMESPACE)
@@ -109,7 +119,10 @@ def gpu(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
             pods = release.pods(kube.layout, NAMESPACE, f"{wk.LABEL_ROLE}=worker")
             ok = [p for p in pods if release.is_ready(p) and p["spec"]["containers"][0]["command"] == ["sh", "-c"]]
             return True if ok and "gpu" in _node(kube)[2] else None
-        _, waited = wait_for("the worker up with 8 fake GPUs", fake_gpus, READY_S, poll=1.0)
+        try:
+            _, waited = wait_for("the worker up with 8 fake GPUs", fake_gpus, READY_S, poll=1.0)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{_why_not_up(kube)}") from None
         note(f"release {RELEASE}: fake-GPU worker registered in {waited:.1f}s ({_node(kube)[2]})")
         yield kube, home
     finally:
