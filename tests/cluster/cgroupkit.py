@@ -111,11 +111,16 @@ def idle(s: Session, worker: str) -> None:
 
 
 def explain(s: Session, worker: str) -> str:
-    """What slurmctld shows of ``worker``, its pod's last lines and the controller's errors: for a failure."""
+    """What slurmctld shows of ``worker`` and of every job it holds, the pod's last lines and the
+    controller's errors and job lines: for a failure."""
     shown = s.root_in(s.cluster.controller, "scontrol", "show", "node", worker, timeout=30).stdout
-    errors = [x for x in runtime.logs_tail(s.client, s.cluster.controller, "all").splitlines() if "error" in x]
-    return (f"{shown}\n--- {worker}\n{runtime.logs_tail(s.client, worker, 80)}\n--- controller errors\n"
-            + "\n".join(errors[-30:]))
+    queue = s.root_in(s.cluster.controller, "squeue", "-h", "-t", "all", "-o", "%i|%T|%j|%N|%r|%V|%S",
+                      timeout=30).stdout
+    ctl = runtime.logs_tail(s.client, s.cluster.controller, "all").splitlines()
+    errors = [x for x in ctl if "error" in x or "JobId=" in x]
+    return "\n".join([shown, "--- jobs (id|state|name|nodes|reason|submitted|started)", queue,
+                      f"--- {worker}", runtime.logs_tail(s.client, worker, 80),
+                      "--- controller errors and job lines", *errors[-40:]])
 
 
 def home(*parts: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clusterkit import NAME, UP_ARGS, UP_TIMEOUT_S, WORKERS, Session, run_slurmpod
+from clusterkit import NAME, UP_ARGS, UP_TIMEOUT_S, WORKERS, Session, all_idle, run_slurmpod
 from policyvolume import PolicyVolume
 
 from slurmpod_host.cluster import cli, demo
@@ -68,3 +68,30 @@ def policy(session: Session) -> Iterator[PolicyVolume]:
         yield volume
     finally:
         volume.restore()
+
+
+# squeue's default states are the live ones (PENDING, RUNNING, SUSPENDED, COMPLETING, CONFIGURING).
+# Ref: https://slurm.schedmd.com/squeue.html#OPT_states
+LEFTOVER_FORMAT = "%i|%T|%j|%u|%N|%r"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After a module's last test and its fixtures' teardown: no job of its may live on in the shared
+    cluster, where it would take a worker from the next module. Any found are cancelled, and the module
+    that left them gets the error."""
+    if nextitem is None or nextitem.path == item.path:
+        return  # the last item's teardown has ended the session's cluster too
+    s = getattr(item, "funcargs", {}).get("session")
+    if not isinstance(s, Session) or item.path.name == TEARDOWN_FILE:
+        return
+    listed = s.root_in(s.cluster.controller, "squeue", "-h", "-o", LEFTOVER_FORMAT, timeout=30)
+    assert listed.code == 0, f"squeue after {item.path.name}: {listed.stderr}"
+    # COMPLETING: ended, slurmd still cleaning up (the epilog); the next module's first wait covers it.
+    left = [line for line in listed.stdout.strip().splitlines() if line.split("|")[1] != "COMPLETING"]
+    if left:
+        ids = [line.split("|", 1)[0] for line in left]
+        s.root_in(s.cluster.controller, "scancel", *ids, timeout=30)
+        all_idle(s)
+        raise AssertionError(f"{item.path.name} left jobs in the cluster (cancelled now):\n"
+                             f"{LEFTOVER_FORMAT}\n" + "\n".join(left))
