@@ -44,6 +44,9 @@ VALUES = ["--set=nodesets.workers.replicas=1", "--set=loginsets.login.enabled=fa
           "--set=nodesets.workers.slurmd.resources.requests.cpu=50m"]
 READY_S = 240.0
 TAINT_BOUND_S = 3 * K8S_SYNC_INTERVAL_S + 10
+# Requeue of a running job: its steps signalled, KillWait (30 s) before SIGKILL, the epilog, then PENDING.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_KillWait
+REQUEUE_BOUND_S = 30 + 60 + 10
 
 
 def _in(kube: Kube, pod: str, *argv: str, timeout: float = 60) -> Any:
@@ -146,8 +149,16 @@ def test_replace_node_taints_only_once_the_job_is_requeued_then_lifts(gpu: tuple
     _in(kube, WORKER, "slurmpod", "check", "run", "--context", "periodic", "--act")
     flags, reason, _ = _node(kube)
     assert "DRAIN" in flags and reason.startswith("slurmpod: xid: replace node: "), (flags, reason)
-    state = _in(kube, CONTROLLER, "squeue", "-h", "-j", job, "-o", "%T %r").stdout.strip()
-    assert state.startswith("PENDING"), f"job {job} not requeued by the check: {state!r}"
+    # A requeued job is COMPLETING until slurmd has ended its steps on the node, then PENDING.
+    states: list[str] = []
+
+    def requeued() -> bool | None:
+        states.append(_in(kube, CONTROLLER, "squeue", "-h", "-j", job, "-o", "%T %r").stdout.strip())
+        return True if states[-1].startswith("PENDING") else None
+    try:
+        wait_for(f"job {job} requeued", requeued, REQUEUE_BOUND_S)
+    except AssertionError:
+        raise AssertionError(f"job {job} not requeued by the check: {sorted(set(states))}") from None
     _, waited = wait_for("the node tainted", lambda: _taints(kube) or None, TAINT_BOUND_S)
     note(f"XID 79 under job {job}: requeued by the check, node tainted {waited:.1f}s later")
     assert _taints(kube) == [{"key": wk.TAINT_HARDWARE_FAULT, "value": "xid", "effect": "NoSchedule"}]
