@@ -125,6 +125,9 @@ def _leave_slurm(client: SlurmClient, node: str, deadline: Deadline, report: Rep
         if not job.batch:
             report.not_requeued[job.job_id] = "not a batch job (interactive allocations end with the pod)"
             continue
+        if job.completing:
+            report.not_requeued[job.job_id] = "ended, completing (a requeue would run it again)"
+            continue
         try:
             _retry(deadline, report, f"requeue {job.job_id}", _requeuer(client, job.job_id))
             report.requeued.append(job.job_id)

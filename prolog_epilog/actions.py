@@ -69,6 +69,8 @@ def _requeue_running(slurm: SlurmClient, node: str) -> list[int]:
     """Requeue the batch jobs on ``node`` (each its own RPC, each with the hook's deadline)."""
     done: list[int] = []
     for job in slurm.jobs_on_node(node, timeout=RPC_TIMEOUT):
+        if job.completing:
+            continue  # ended already: a requeue would run it again (slurm.Job.completing)
         if not job.batch or not job.requeue:
             log.warning("job left running on the faulty node: node=%s job=%d (%s)", node, job.job_id,
                         "not a batch job" if not job.batch else "may not be requeued")

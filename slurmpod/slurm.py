@@ -43,6 +43,10 @@ class Job:
     state: str
     requeue: bool = True  # the job's Requeue flag: may it be requeued
     user: str = ""
+    # The COMPLETING flag: the job has ended and its node is still cleaning up. `scontrol requeue`
+    # accepts such a job and runs it again, a cancelled one too, so it is never requeued.
+    # Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
+    completing: bool = False
 
 
 class SlurmRefused(PermanentError):
@@ -112,9 +116,10 @@ def parse_jobs(text: str) -> tuple[Job, ...]:
         if not isinstance(job, dict):
             continue
         state = job.get("job_state", [])
-        state_s = str(state[0]) if isinstance(state, list) and state else str(state)
-        out.append(Job(number(job.get("job_id")), bool(job.get("batch_flag", False)), state_s,
-                       bool(job.get("requeue", True)), str(job.get("user_name", "") or "")))
+        states = [str(x) for x in state] if isinstance(state, list) else [str(state)]
+        out.append(Job(number(job.get("job_id")), bool(job.get("batch_flag", False)), states[0] if states else "",
+                       bool(job.get("requeue", True)), str(job.get("user_name", "") or ""),
+                       completing="COMPLETING" in states))
     return tuple(out)
 
 

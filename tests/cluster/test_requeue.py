@@ -109,6 +109,38 @@ def test_prestop_requeue_runs_again_on_the_other_worker_at_once(session: Session
     all_idle(session)
 
 
+# A job that ignores SIGTERM stays COMPLETING after scancel until KillWait (30 s) ends it with SIGKILL.
+# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_KillWait
+IGNORES_TERM = "trap '' TERM; touch {marker}; sleep 170"
+KILL_WAIT_S = 30
+
+
+@pytest.mark.smoke
+def test_a_job_cancelled_but_still_completing_stays_cancelled_when_its_pod_is_deleted(session: Session) -> None:
+    """slurmctld accepts `scontrol requeue` of a cancelled job whose node still cleans up, and runs it again.
+    preStop lists the COMPLETING jobs too (they hold the node) but must leave them ended."""
+    victim = session.cluster.workers[0]
+    marker = f"{_out_dir(session, 'cancelled')}/started"
+    job_id = sbatch(session, "-w", victim, "-o", "/dev/null", "--wrap", IGNORES_TERM.format(marker=marker))
+    try:
+        wait_for(f"job {job_id}'s script to start", lambda: True if session.as_researcher(
+            "test", "-e", marker).code == 0 else None, JOB_WORST_S)
+        assert session.root_in(session.cluster.controller, "scancel", str(job_id), timeout=30).code == 0
+        wait_for(f"job {job_id} COMPLETING", lambda: True if job(session, job_id).state == "COMPLETING" else None,
+                 KILL_WAIT_S / 2)
+        hook_s = lifecycle.delete_pod(session.client, session.cluster.name, victim)
+        after = job(session, job_id)
+        print(f"preStop took {hook_s:.2f}s; job {job_id} after it: {after}")
+        assert after.restarts == 0 and after.state in {"CANCELLED", "COMPLETING"}, after
+    finally:
+        session.root_in(session.cluster.controller, "scancel", str(job_id), timeout=30)
+        if victim not in {c.name for c in runtime.find(session.client, session.cluster.name).containers}:
+            restore_pod(session, victim)
+    all_idle(session)
+    final = job(session, job_id)
+    assert (final.state, final.restarts) == ("CANCELLED", 0), final
+
+
 @pytest.mark.smoke
 def test_health_prolog_requeue_runs_again_on_the_other_worker_within_the_flavors_hold(session: Session) -> None:
     """No hand on the hold: the job waits exactly what slurm.conf says, then one scheduling pass."""

@@ -117,6 +117,11 @@ def _ends_meanwhile(slurm: FakeSlurm, job_id: int) -> None:
     slurm.end_when_listed.add(job_id)
 
 
+def _completing(slurm: FakeSlurm, job_id: int) -> None:
+    # Cancelled by its user, its epilog still running: slurmctld would accept a requeue and run it again.
+    slurm.add_job(job_id, NODE, state="CANCELLED", completing=True)
+
+
 def _lingers(slurm: FakeSlurm, job_id: int) -> None:
     slurm.add_job(job_id, NODE)
     slurm.linger_polls = 10**6  # a requeued job whose epilog never ends
@@ -136,10 +141,12 @@ JOBS = [
     JobCase(_no_requeue, requeued=False, reported="disabled", emptied=False),
     JobCase(_ends_meanwhile, requeued=False, reported="already finished", emptied=True),
     JobCase(_lingers, requeued=True, reported="", emptied=False),
+    JobCase(_completing, requeued=False, reported="completing", emptied=False),
 ]
 
 
-@pytest.mark.parametrize("case", JOBS, ids=["batch", "interactive", "no-requeue", "ended-meanwhile", "lingers"])
+@pytest.mark.parametrize("case", JOBS, ids=["batch", "interactive", "no-requeue", "ended-meanwhile", "lingers",
+                                            "completing"])
 def test_each_job_is_requeued_or_reported(case: JobCase) -> None:
     slurm = FakeSlurm()
     slurm.add_node(NODE, "ALLOCATED")

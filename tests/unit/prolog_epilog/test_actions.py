@@ -169,6 +169,7 @@ def test_a_periodic_restart_or_replace_failure_requeues_the_running_batch_jobs(s
     slurm.add_job(2, NODE, requeue=False)
     slurm.add_job(3, NODE, batch=False)
     slurm.add_job(4, "gpu-1")
+    slurm.add_job(5, NODE, state="CANCELLED", completing=True)  # ended: a requeue would run it again
     replace = (fail("xid", "XID 79 on GPU 0", Remediation.REPLACE_NODE),)
     assert _run(slurm, state, Context.PERIODIC, replace) is Action.DRAINED
     assert slurm.called("requeue") == [(1,)]

@@ -229,7 +229,8 @@ def _job(job_id: int, state: list[str], batch: bool) -> dict[str, Any]:
 
 
 SQUEUE = {
-    "jobs": [_job(42, ["RUNNING"], True), _job(43, ["COMPLETING"], False), _job(44, ["RUNNING", "REQUEUED"], True)],
+    "jobs": [_job(42, ["RUNNING"], True), _job(43, ["COMPLETING"], False), _job(44, ["RUNNING", "REQUEUED"], True),
+             _job(45, ["CANCELLED", "COMPLETING"], True)],
     "last_backfill": _time(1732000150),
     "last_update": _time(1732000200),
     "meta": {**META, "command": ["squeue", "--json"]},
@@ -241,8 +242,9 @@ SQUEUE = {
 def test_parse_squeue() -> None:
     assert slurm.parse_jobs(json.dumps(SQUEUE)) == (
         slurm.Job(42, True, "RUNNING", True, "researcher"),
-        slurm.Job(43, False, "COMPLETING", True, "researcher"),
+        slurm.Job(43, False, "COMPLETING", True, "researcher", completing=True),
         slurm.Job(44, True, "RUNNING", True, "researcher"),
+        slurm.Job(45, True, "CANCELLED", True, "researcher", completing=True),  # cancelled, in its epilog
     )
 
 
