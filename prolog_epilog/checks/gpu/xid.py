@@ -1,7 +1,8 @@
 """xid: XID errors since the last run, from an NVML event set and the kernel log, classified by the catalog.
 
 The kernel log (/dev/kmsg, where readable) holds every XID the driver raised, so the run keeps a
-cursor (the last record's sequence number) in the state dir and reads only what is new. In the epilog,
+cursor (the last record's sequence number) in the state dir and reads only what is new; a new container's
+first run reads only what was logged since the pod started. In the epilog,
 XIDs on the job's GPUs are attributed to the job in the reason.
 Ref: https://docs.nvidia.com/deploy/xid-errors/index.html (driver log line "NVRM: Xid (PCI:...): N, ...")
 
@@ -35,9 +36,12 @@ from slurmpod.prolog_epilog.result import CheckResult, Context, Gpu, Remediation
 NAME = "xid"
 STATE_KEY = "xid"
 # /dev/kmsg record: "prio,seq,usec,flags;message". Ref: https://www.kernel.org/doc/Documentation/ABI/testing/dev-kmsg
-_KMSG = re.compile(r"^\d+,(\d+),\d+,[^;]*;(.*)$")
+_KMSG = re.compile(r"^\d+,(\d+),(\d+),[^;]*;(.*)$")
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): (\d+)")
 MAX_KMSG_BYTES = 8 * 1024 * 1024
+# The pod's PID 1; field 22 of its stat is when it started, in clock ticks since boot.
+# Ref: https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html
+INIT_STAT = Path("/proc/1/stat")
 # Changes on every boot. Ref: https://man7.org/linux/man-pages/man4/random.4.html (boot_id)
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 LATCHED = "latched"  # state: "gpu:xid" -> {"boot": boot id, "reason": text, "remediation": class}
@@ -45,8 +49,9 @@ LATCHED = "latched"  # state: "gpu:xid" -> {"boot": boot id, "reason": text, "re
 log = logging.getLogger(__name__)
 
 
-def parse_kmsg(lines: Iterable[str], after_seq: int) -> tuple[list[tuple[str, int]], int]:
-    """(PCI bus id, xid) for each XID record past ``after_seq``, and the last sequence number seen."""
+def parse_kmsg(lines: Iterable[str], after_seq: int, since_usec: int = 0) -> tuple[list[tuple[str, int]], int]:
+    """(PCI bus id, xid) for each XID record past ``after_seq`` and logged at ``since_usec`` (after boot)
+    or later, and the last sequence number seen."""
     found, last = [], after_seq
     for line in lines:
         m = _KMSG.match(line.rstrip("\n"))
@@ -56,7 +61,9 @@ def parse_kmsg(lines: Iterable[str], after_seq: int) -> tuple[list[tuple[str, in
         if seq <= after_seq:
             continue
         last = max(last, seq)
-        x = _XID.search(m.group(2))
+        if int(m.group(2)) < since_usec:
+            continue
+        x = _XID.search(m.group(3))
         if x:
             found.append((x.group(1).lower(), int(x.group(2))))
     return found, last
@@ -85,6 +92,17 @@ def read_kernel_log(path: Path) -> list[str]:
     finally:
         os.close(fd)
     return lines
+
+
+def container_start_usec(path: Path = INIT_STAT) -> int:
+    """When the pod's PID 1 started, in microseconds since boot, the clock of a kernel log record; 0 where
+    that is unreadable (then the whole log counts)."""
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+        ticks = int(text[text.rindex(")") + 2:].split()[19])  # fields after "pid (comm) " start at field 3
+        return ticks * 1_000_000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def judge(events: Sequence[tuple[int, int]], devs: Sequence[rd.Device], job: JobInfo,
@@ -150,7 +168,10 @@ def run(env: CheckEnv) -> CheckResult:
     except NvmlError as exc:
         return CheckResult(NAME, Status.FAIL, f"XID events unreadable: {exc}", Remediation.DRAIN)
     state = env.state.read(STATE_KEY)
-    kernel, last = parse_kmsg(read_kernel_log(Path(env.config.kernel_log)), int(state.get("kmsg_seq", -1)))
+    # A new container has no cursor: what the log held before it started was the previous pod's, whose
+    # restart reset the GPU; reading it again would latch a fault the restart cleared.
+    since = container_start_usec() if "kmsg_seq" not in state else 0
+    kernel, last = parse_kmsg(read_kernel_log(Path(env.config.kernel_log)), int(state.get("kmsg_seq", -1)), since)
     events += [(bus.get(pci, -1), x) for pci, x in kernel]
     totals = Counter(state.get("totals", {}))
     for g, x in events:

@@ -19,9 +19,20 @@ import paths
 import pytest
 from fakes.gpu_libs import build, write_state
 
+from slurmpod.prolog_epilog.checks.gpu import xid
+
 HERE = paths.KITS
 HEALTHY = "gpus=8\nnvlinks=4\nfabric.state=3\n"
-KMSG_XID79_GPU2 = "6,100,5000,-;NVRM: Xid (PCI:0000:12:00): 79, pid=0, GPU has fallen off the bus.\n"
+XID79_GPU2 = "NVRM: Xid (PCI:0000:12:00): 79, pid=0, GPU has fallen off the bus."
+
+
+def _kmsg(seq: int, message: str, usec: int | None = None) -> str:
+    """A /dev/kmsg record logged ``usec`` after boot; by default now (the kernel's clock, /proc/uptime)."""
+    if usec is None:
+        usec = int(float(Path("/proc/uptime").read_text(encoding="ascii").split()[0]) * 1_000_000)
+    return f"6,{seq},{usec},-;{message}\n"
+
+
 
 # id: (context, state-file lines added to HEALTHY, env, check, status, text in the reason)
 CASES: dict[str, tuple[str, str, dict[str, str], str, str, str]] = {
@@ -97,7 +108,7 @@ def table(libs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
         d = root / case_id
         d.mkdir()
         kmsg = d / "kmsg"
-        kmsg.write_text(KMSG_XID79_GPU2 if case_id == "xid-from-kernel-log" else "", encoding="utf-8")
+        kmsg.write_text(_kmsg(100, XID79_GPU2) if case_id == "xid-from-kernel-log" else "", encoding="utf-8")
         # a 2 GiB all-reduce: the fake's modelled time dwarfs Python's own overhead on a loaded machine
         (d / "health.yaml").write_text(f"kernel_log: {kmsg}\nthresholds: {{allreduce_bytes: {2**31}}}\n",
                                        encoding="utf-8")
@@ -255,6 +266,30 @@ def test_a_fatal_xid_stays_failed_until_the_state_dir_is_new(libs: Path, tmp_pat
         assert "XID 48" in later["reason"] and "latched" in later["reason"], later
     shutil.rmtree(tmp_path / "sd")  # a new container: the pod was restarted, the GPU reset
     assert _again(libs, tmp_path)["status"] == "ok"
+
+
+def test_a_new_container_reads_only_what_the_kernel_logged_since_it_started(libs: Path, tmp_path: Path) -> None:
+    """The previous pod's XID, still in the host's kernel log, is not latched again by the new pod (its
+    restart reset the GPU); one logged after the pod started is."""
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text(_kmsg(100, XID79_GPU2, usec=1), encoding="utf-8")  # long before this container's PID 1
+    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=4", SLURMPOD_AUTH="slurm").stdout)
+    assert _result(first, "xid")["status"] == "ok", first
+    with kmsg.open("a", encoding="utf-8") as log:
+        log.write(_kmsg(101, XID79_GPU2))
+    later = _again(libs, tmp_path)
+    assert (later["status"], later["remediation"]) == ("fail", "replace_node"), later
+    assert "on GPU 2" in later["reason"], later
+
+
+def test_container_start_is_field_22_of_pid_1s_stat(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    # comm may hold spaces and parentheses; the fields are counted after its last ")"
+    stat.write_text("1 (sh (x) y) S 0 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 250 1 1\n", encoding="ascii")
+    assert xid.container_start_usec(stat) == 250 * 1_000_000 // os.sysconf("SC_CLK_TCK")
+    assert xid.container_start_usec(tmp_path / "missing") == 0
+    found, last = xid.parse_kmsg([_kmsg(7, XID79_GPU2, usec=10), _kmsg(8, XID79_GPU2, usec=30)], -1, since_usec=20)
+    assert (found, last) == ([("0000:12:00", 79)], 8)
 
 
 def test_an_xid_is_reported_once(libs: Path, tmp_path: Path) -> None:
