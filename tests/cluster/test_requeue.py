@@ -126,6 +126,7 @@ def test_a_job_cancelled_but_still_completing_stays_cancelled_when_its_pod_is_de
         wait_for(f"job {job_id}'s script to start", lambda: True if session.as_researcher(
             "test", "-e", marker).code == 0 else None, JOB_WORST_S)
         assert session.root_in(session.cluster.controller, "scancel", str(job_id), timeout=30).code == 0
+        # Seen COMPLETING with half of KillWait left, so preStop's listing still finds it so.
         wait_for(f"job {job_id} COMPLETING", lambda: True if job(session, job_id).state == "COMPLETING" else None,
                  KILL_WAIT_S / 2)
         hook_s = lifecycle.delete_pod(session.client, session.cluster.name, victim)

@@ -33,7 +33,6 @@ def _kmsg(seq: int, message: str, usec: int | None = None) -> str:
     return f"6,{seq},{usec},-;{message}\n"
 
 
-
 # id: (context, state-file lines added to HEALTHY, env, check, status, text in the reason)
 CASES: dict[str, tuple[str, str, dict[str, str], str, str, str]] = {
     "healthy-periodic": ("periodic", "", {}, "gpu-count", "ok", "8 GPUs"),
