@@ -11,17 +11,22 @@ on this loaded host to fall under (the fixture lowers it anyway once the pods ru
 
 A fatal XID is latched until the GPU is reset (prolog_epilog/checks/gpu/xid.py): clean periodic runs do
 not lift it, so these faults are cleared the way an operator would, by restarting the pod.
+An XID is raised as the driver raises it: an NVML event (the state file's xid.SEQ line), which reaches only
+event sets registered at the time, and a kernel log record, which is what a prolog or periodic check
+starting later reads. Each pod's health config points its kernel log at a file next to its state file.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import healthkit
 import pytest
 from clusterkit import IDLE_TIMEOUT_S, Session, node, restore_pod, wait_for, wait_idle
+from fakes import gpu_libs
 from healthkit import (
     CLEAN_RUNS,
     DRAIN_WORST_S,
@@ -55,13 +60,14 @@ class Fault:
     reason: str | None  # the drain reason's start; None: a warning, the node stays in service
     in_prolog: bool = True  # a prolog check sees it (else only the periodic run, after the job may have run)
     needs_reset: bool = False  # a fatal XID: cleared by a pod restart (a GPU reset), not by clean runs
+    xid: tuple[int, int] | None = None  # (gpu, xid) raised with the fault
 
 
 FAULTS = {
-    "xid-48": Fault("xid=0:48\n", "slurmpod: xid: ", needs_reset=True),
-    "xid-79": Fault("xid=1:79\n", "slurmpod: xid: ", needs_reset=True),
-    "xid-94": Fault("xid=2:94\n", None),  # contained ECC error: NVIDIA's catalog says restart the app only
-    "xid-119": Fault("xid=3:119\n", "slurmpod: xid: ", needs_reset=True),
+    "xid-48": Fault("", "slurmpod: xid: ", needs_reset=True, xid=(0, 48)),
+    "xid-79": Fault("", "slurmpod: xid: ", needs_reset=True, xid=(1, 79)),
+    "xid-94": Fault("", None, xid=(2, 94)),  # contained ECC error: NVIDIA's catalog says restart the app only
+    "xid-119": Fault("", "slurmpod: xid: ", needs_reset=True, xid=(3, 119)),
     "ecc-uncorrectable": Fault("gpu.0.ecc.volatile.uncorrected=2\n", "slurmpod: ecc: "),
     "remap-pending": Fault("gpu.1.remap.pending=1\n", "slurmpod: remap: "),
     "remap-failure": Fault("gpu.1.remap.failure=1\n", "slurmpod: remap: "),
@@ -74,17 +80,27 @@ FAULTS = {
 NVML = f"{SYSTEM_LIBS}/libnvidia-ml.so.1"
 
 
-def _state(s: Session, pod: str, text: str) -> None:
-    """A new state file is a new XID queue: the fake's count of XIDs already delivered starts again (removed
-    first, while the old state, never holding an XID between faults, is still in place)."""
-    path = f"{FAKE_STATE_DIR}/{pod}"
-    assert s.root_in(s.cluster.login, "rm", "-f", f"{path}.delivered").code == 0
-    healthkit.write_file(s, s.cluster.login, path, text)
+def _kernel_log(pod: str) -> str:
+    """The file the pod's health config reads as its kernel log (the fake driver's records)."""
+    return f"{FAKE_STATE_DIR}/{pod}.kmsg"
+
+
+def _state(s: Session, pod: str, text: str, xid: tuple[int, int] | None = None) -> None:
+    """The pod's fake GPUs as ``text`` says, and with ``xid`` (gpu, xid) raised now: its NVML event and its
+    kernel log record. Without one, the kernel log is emptied: a pod restarted next starts its reading of
+    the log from the first record, and an old record there would latch the new pod again."""
+    record = ""
+    if xid is not None:
+        seq = time.time_ns() // 1000  # grows across faults, as the kernel's record numbers do
+        text += gpu_libs.xid_line(*xid, seq)
+        record = gpu_libs.kmsg_record(*xid, seq)
+    healthkit.write_file(s, s.cluster.login, _kernel_log(pod), record)
+    healthkit.write_file(s, s.cluster.login, f"{FAKE_STATE_DIR}/{pod}", text)
 
 
 def _configure(s: Session, worker: str) -> None:
     """The pod's health.json (written by its entrypoint at start) with the tests' settings."""
-    doc = {**healthkit.health_config(s, worker), "expected_gpus": GPUS}
+    doc = {**healthkit.health_config(s, worker), "expected_gpus": GPUS, "kernel_log": _kernel_log(worker)}
     # The fake NCCL's bandwidth is a nanosleep inside the check's Python loop: on this loaded host it
     # measures the loop, not a link (unit tests cover the floor). Keep it from draining healthy pods.
     healthkit.write_health_config(s, worker, {**doc, "clean_runs_to_undrain": CLEAN_RUNS,
@@ -126,7 +142,7 @@ def test_fault_drains_requeues_and_returns(session: Session, fake_gpus: None, fa
         if name == "nvml-missing":
             assert session.root_in(faulty, "sh", "-c", f"mv {NVML} {NVML}.away && ldconfig").code == 0
         else:
-            _state(session, faulty, HEALTHY + fault.state)
+            _state(session, faulty, HEALTHY + fault.state, fault.xid)
         healthkit.scontrol(session, "release", str(job))
         if fault.reason is None:
             done, waited = healthkit.wait_job_done(session, job)
@@ -150,7 +166,7 @@ def test_fault_drains_requeues_and_returns(session: Session, fake_gpus: None, fa
         _state(session, faulty, HEALTHY)
         healthkit.resume(session, healthy)
     if fault.needs_reset:
-        # the event is gone from the fake, yet a periodic run still fails on the latched XID
+        # the kernel log holds no XID now, yet a periodic run still fails on the latched one
         again = session.root_in(faulty, "slurmpod", "check", "run", "--context", "periodic", "--json", timeout=60)
         xid = next(r for r in json.loads(again.stdout)["results"] if r["check"] == "xid")
         assert xid["status"] == "fail" and "latched" in xid["reason"], xid

@@ -7,13 +7,16 @@ hostPath PersistentVolume this harness made, written here from the host), so NVM
 (GPU fallen off the bus: replace the node) under a running job: the periodic check drains the worker and
 requeues the job; the node is tainted once the worker is idle, and the taint is lifted once the worker
 is back in Slurm service. That no taint comes while a job still runs is a unit table
-(tests/unit/entrypoints/k8s_sync/test_decide.py).
+(tests/unit/entrypoints/k8s_sync/test_decide.py). The XID is raised as the driver raises it: an NVML event
+for the event sets registered then, and a kernel log record (a file next to the state file, which the
+worker's health config names as its kernel log), which is what the check started afterwards reads.
 Ref: https://docs.nvidia.com/deploy/xid-errors/index.html
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +39,7 @@ FAKE_DIR = "/home/.slurmpod-fakegpu"  # in the pod; the same directory of the vo
 HEALTHY = f"gpus={GPUS}\nnvlinks=4\nname=NVIDIA A100-SXM4-80GB\naffinity=online\n"
 SYSTEM_LIBS = "/usr/lib/x86_64-linux-gnu"
 DEVICES = "for i in $(seq 0 15); do ln -sfn /dev/null /dev/nvidia$i; done"
+KERNEL_LOG = f"{FAKE_DIR}/state/{WORKER}.kmsg"  # in the pod
 START = (f"cp {FAKE_DIR}/lib/* {SYSTEM_LIBS}/ && ldconfig && {DEVICES} && exec slurmpod entrypoint worker")
 VALUES = ["--set=nodesets.workers.replicas=1", "--set=loginsets.login.enabled=false",
           "--set=k8sSync.remediation.replaceNode=true",
@@ -81,12 +85,23 @@ def _home(kube: Kube) -> Path:
     return path
 
 
-def _state(home: Path, text: str) -> None:
-    state = home / ".slurmpod-fakegpu" / "state"
-    (state / f"{WORKER}.delivered").unlink(missing_ok=True)  # a new state file is a new XID queue
-    tmp = state / f".{WORKER}.new"
-    tmp.write_text(text)
-    tmp.rename(state / WORKER)
+def _state(home: Path, text: str) -> Path:
+    return gpu_libs.write_state(home / ".slurmpod-fakegpu" / "state" / WORKER, text)
+
+
+def _kernel_log(home: Path) -> Path:
+    """KERNEL_LOG, seen from the host."""
+    return home / ".slurmpod-fakegpu" / "state" / f"{WORKER}.kmsg"
+
+
+def _point_kernel_log_at_the_volume(kube: Kube) -> None:
+    """The worker's health config with its kernel log at KERNEL_LOG (replaced at once, as the pod wrote it)."""
+    shown = _in(kube, WORKER, "cat", wk.HEALTH_CONFIG)
+    assert shown.returncode == 0, shown.stderr
+    doc = json.dumps({**json.loads(shown.stdout), "kernel_log": KERNEL_LOG}, sort_keys=True)
+    wrote = _in(kube, WORKER, "sh", "-c", f"printf '%s\\n' {shlex.quote(doc)} > {wk.HEALTH_CONFIG}.new && "
+                f"mv {wk.HEALTH_CONFIG}.new {wk.HEALTH_CONFIG}")
+    assert wrote.returncode == 0, wrote.stderr
 
 
 def _why_not_up(kube: Kube) -> str:
@@ -127,6 +142,8 @@ def gpu(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{_why_not_up(kube)}") from None
         note(f"release {RELEASE}: fake-GPU worker registered in {waited:.1f}s ({_node(kube)[2]})")
+        gpu_libs.replace_file(_kernel_log(home), "")
+        _point_kernel_log_at_the_volume(kube)
         yield kube, home
     finally:
         release.helm(kube.layout, chart, "uninstall", RELEASE, "-n", NAMESPACE)
@@ -143,7 +160,7 @@ def test_replace_node_taints_only_once_the_job_is_requeued_then_lifts(gpu: tuple
     job = submitted.stdout.strip().split(";")[0]
     wait_for(f"job {job} running", lambda: True if _in(kube, CONTROLLER, "squeue", "-h", "-j", job, "-o", "%T")
              .stdout.strip() == "RUNNING" else None, 60)
-    _state(home, HEALTHY + "xid=1:79\n")
+    gpu_libs.raise_xid(_state(home, HEALTHY), _kernel_log(home), 1, 79)
     # The periodic check (what slurmd's HealthCheckProgram runs) drains for a replace-node fault and
     # requeues the batch job on the node; only then, the worker idle, is the node tainted.
     _in(kube, WORKER, "slurmpod", "check", "run", "--context", "periodic", "--act")
@@ -170,6 +187,7 @@ def test_replace_node_taints_only_once_the_job_is_requeued_then_lifts(gpu: tuple
     assert any(e["reason"] == "SlurmpodReplaceNode" for e in events)
     # Repaired (here: the fault cleared and the drain lifted by hand, as after a GPU reset): lifted.
     _state(home, HEALTHY)
+    gpu_libs.replace_file(_kernel_log(home), "")  # a worker started again reads its kernel log from the start
     _in(kube, CONTROLLER, "scancel", job)
     _in(kube, CONTROLLER, "scontrol", "update", f"nodename={WORKER}", "state=resume")
     wait_for("the taint lifted", lambda: True if not _taints(kube) else None, TAINT_BOUND_S)

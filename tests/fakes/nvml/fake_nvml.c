@@ -3,30 +3,39 @@
  * inventory and health checks call, so the production path (pynvml -> ctypes -> this library) runs
  * unchanged. Signatures and return codes follow https://docs.nvidia.com/deploy/nvml-api/ (nvml.h).
  *
- * Environment (kept from the first version): FAKE_NVML_GPUS sets the GPU count (default 2);
- * FAKE_NVML_FAIL_INIT=1 makes init fail.
- * FAKE_NVML_STATE names a key=value file read at init ('#' comments). A key "K" applies to every GPU,
- * "gpu.N.K" to GPU N only (it wins). Keys:
+ * Environment: FAKE_NVML_GPUS sets the GPU count (default 2); FAKE_NVML_FAIL_INIT=1 makes init fail.
+ * FAKE_NVML_STATE names a key=value file ('#' comments). A key "K" applies to every GPU, "gpu.N.K" to
+ * GPU N only (it wins). Keys:
  *   gpus=8  name=NVIDIA H100 80GB HBM3  uuid=GPU-...  hang=nvmlFunctionName  unsupported=nvmlA,nvmlB
+ *   hang_after_init=1 (nvmlInit succeeds, every later call sleeps: a driver wedged under a
+ *   running process)  gpu.N.lost=1 (GPU N fell off the bus: its handle answers NVML_ERROR_GPU_IS_LOST)
  *   ecc.volatile.corrected  ecc.volatile.uncorrected  ecc.aggregate.corrected  ecc.aggregate.uncorrected
  *   retired.sbe  retired.dbe  retired.pending  remap.corrected  remap.uncorrected  remap.pending
  *   remap.failure  nvlinks (links per GPU, default 0)  nvlink.L.down=1  nvlink.L.replay / .recovery /
  *   .crc_flit / .crc_data  clocks_event (bitmask)  temp (C)  procs=pid:bytes,pid:bytes  mem_total
- *   mem_used  persistence  fabric.state  fabric.status  xid=GPU:CODE (repeatable: a queue)
+ *   mem_used  persistence  fabric.state  fabric.status
  *   affinity=online: every GPU's CPU affinity is all CPUs of this machine (default: CPUs 2i and 2i+1,
  *   which a small machine lacks; Slurm's AutoDetect then refuses affinities that split a socket)
- * XIDs are delivered once each through the event-set API: the count already delivered is kept in
- * "$FAKE_NVML_STATE.delivered", as a real event is seen once.
- * "hang" makes the named function sleep forever (a wedged driver).
+ *   xid.SEQ=GPU:CODE: XID CODE raised on GPU at SEQ, a number that grows with each injection (the time
+ *   in microseconds will do; tests/fakes/gpu_libs.py raise_xid writes one).
+ * The file is read again on every call, so a process that stays initialised sees what is written later,
+ * as with a real driver. Writers replace it at once (write a temp file, rename it over).
+ * XIDs are events, as in the real driver: an event set gets each XID raised on a GPU after the set was
+ * registered for it (SEQ above the largest in the file at nvmlDeviceRegisterEvents), once, from
+ * nvmlEventSetWait; one raised before never reaches it (a later reader has only the kernel log).
+ * "hang" makes the named function sleep (a wedged driver) until the key is gone from the file.
  * Built with -DFAKE_NVML_STATE_DIR='"/dir"' (the cluster tests' fake-GPU workers), a process without
  * FAKE_NVML_STATE reads "/dir/<hostname>": slurmd starts the hooks with none of the pod's environment.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef int nvmlReturn_t;
+/* nvmlReturn_t values, from nvml.h. Ref: https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceEnumvs.html */
 #define NVML_SUCCESS 0
 #define NVML_ERROR_UNINITIALIZED 1
 #define NVML_ERROR_INVALID_ARGUMENT 2
@@ -35,21 +44,34 @@ typedef int nvmlReturn_t;
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define NVML_ERROR_TIMEOUT 10
+#define NVML_ERROR_GPU_IS_LOST 15
 #define MAX_GPUS 16
 #define MAX_KEYS 512
-#define MAX_XIDS 64
+#define MAX_XIDS 256
+#define MAX_STATE_BYTES (256 * 1024)
 
 struct fake_device { unsigned int index; };
 static struct fake_device devices[MAX_GPUS];
 static int initialized;
-static char keys[MAX_KEYS][128], values[MAX_KEYS][512];
-static int nkeys;
-static unsigned int xid_gpu[MAX_XIDS], xid_code[MAX_XIDS];
-static int nxids;
 static char state_path[1024];
 
-static void load_state(void) {
-    nkeys = 0; nxids = 0; state_path[0] = 0;
+struct xid { unsigned long long seq; unsigned int gpu, code; };
+/* One reading of the state file. A snapshot is never changed or freed once published: a call on another
+ * thread may still be reading it. A new one is made only when the file's bytes change. */
+struct state {
+    char *text; size_t len;
+    int nkeys; const char *key[MAX_KEYS], *value[MAX_KEYS];
+    int nxids; struct xid xids[MAX_XIDS];
+    unsigned long long last_seq;  /* the largest SEQ in the file: what "injected before now" means */
+};
+static struct state empty_state = {.text = ""};
+static struct state *current_state = &empty_state;
+static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct state *snapshot(void) { return __atomic_load_n(&current_state, __ATOMIC_ACQUIRE); }
+
+static void resolve_path(void) {
+    state_path[0] = 0;
     const char *path = getenv("FAKE_NVML_STATE");
 #ifdef FAKE_NVML_STATE_DIR
     static char by_host[512];
@@ -60,34 +82,71 @@ static void load_state(void) {
         path = by_host;
     }
 #endif
-    if (!path || !*path) return;
-    snprintf(state_path, sizeof state_path, "%s", path);
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = 0;
+    if (path) snprintf(state_path, sizeof state_path, "%s", path);
+}
+
+/* The file's bytes now (NUL-terminated; "" when there is none), in a buffer refresh() reuses. */
+static const char *read_state_file(size_t *len) {
+    static char buf[MAX_STATE_BYTES + 1];
+    *len = 0;
+    FILE *f = state_path[0] ? fopen(state_path, "r") : NULL;
+    if (f) { *len = fread(buf, 1, MAX_STATE_BYTES, f); fclose(f); }
+    buf[*len] = 0;
+    return buf;
+}
+
+/* "xid.SEQ" = "GPU:CODE" joins the XID list; 1 if the line was one. */
+static int parse_xid(struct state *s, const char *key, const char *value) {
+    unsigned long long seq; unsigned int g, c; int used = 0;
+    if (strncmp(key, "xid.", 4) != 0) return 0;
+    if (sscanf(key + 4, "%llu%n", &seq, &used) != 1 || key[4 + used] != 0) return 0;
+    if (s->nxids < MAX_XIDS && sscanf(value, "%u:%u", &g, &c) == 2) {
+        s->xids[s->nxids++] = (struct xid){seq, g, c};
+        if (seq > s->last_seq) s->last_seq = seq;
+    }
+    return 1;
+}
+
+/* A snapshot of ``bytes``: kept as read (to compare with the next reading) and split into keys. */
+static struct state *parse_state(const char *bytes, size_t len) {
+    struct state *s = calloc(1, sizeof *s);
+    char *text = malloc(len + 1);
+    if (s) s->text = malloc(len + 1);
+    if (!s || !text || !s->text) { free(text); if (s) free(s->text); free(s); return NULL; }
+    s->len = len;
+    memcpy(s->text, bytes, len + 1);
+    memcpy(text, bytes, len + 1);
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        line[strcspn(line, "\r")] = 0;
         char *eq = strchr(line, '=');
         if (line[0] == '#' || !eq) continue;
         *eq = 0;
-        if (strcmp(line, "xid") == 0) {
-            unsigned int g, c;
-            if (nxids < MAX_XIDS && sscanf(eq + 1, "%u:%u", &g, &c) == 2) {
-                xid_gpu[nxids] = g; xid_code[nxids] = c; nxids++;
-            }
-            continue;
-        }
-        if (nkeys < MAX_KEYS) {
-            snprintf(keys[nkeys], sizeof keys[0], "%.127s", line);
-            snprintf(values[nkeys], sizeof values[0], "%.511s", eq + 1);
-            nkeys++;
-        }
+        if (strcmp(line, "xid") == 0)
+            fprintf(stderr, "fake_nvml: 'xid=%s' has no sequence number: write xid.SEQ=GPU:CODE\n", eq + 1);
+        if (parse_xid(s, line, eq + 1) || s->nkeys >= MAX_KEYS) continue;
+        s->key[s->nkeys] = line; s->value[s->nkeys] = eq + 1; s->nkeys++;
     }
-    fclose(f);
+    return s;  /* keys and values point into ``text``, which lives as long as the snapshot */
+}
+
+/* Read the state file again; publish a new snapshot if it changed. */
+static void refresh(void) {
+    pthread_mutex_lock(&refresh_lock);
+    size_t len;
+    const char *bytes = read_state_file(&len);
+    struct state *old = snapshot();
+    if (len != old->len || memcmp(bytes, old->text, len) != 0) {
+        struct state *s = parse_state(bytes, len);
+        if (s) __atomic_store_n(&current_state, s, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&refresh_lock);
 }
 
 static const char *lookup(const char *key) {
-    for (int i = nkeys - 1; i >= 0; i--) if (strcmp(keys[i], key) == 0) return values[i];
+    struct state *s = snapshot();
+    for (int i = s->nkeys - 1; i >= 0; i--) if (strcmp(s->key[i], key) == 0) return s->value[i];
     return NULL;
 }
 /* "gpu.N.key" if set, else "key" (applies to every GPU), else NULL. */
@@ -108,26 +167,40 @@ static int in_list(const char *list, const char *name) {
         if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
     return 0;
 }
-/* Every entry point starts here: hang forever or refuse when the state file says so. */
+/* A wedged driver: the named call, or once initialised every call, does not return. */
+static int hangs(const char *fn) {
+    if (in_list(lookup("hang"), fn)) return 1;
+    return initialized && strncmp(fn, "nvmlInit", 8) != 0 && lookup("hang_after_init") &&
+           strcmp(lookup("hang_after_init"), "0") != 0;
+}
+/* A wedged call sleeps for as long as the state file says so, far past any caller's deadline. */
+static void hang_if_wedged(const char *fn) {
+    while (hangs(fn)) { usleep(100 * 1000); refresh(); }
+}
+/* Every entry point starts here: the state as written now, then hang or refuse when it says so. */
 #define ENTER(fn) do { \
-    if (in_list(lookup("hang"), fn)) for (;;) sleep(3600); \
+    refresh(); \
+    hang_if_wedged(fn); \
     if (in_list(lookup("unsupported"), fn)) return NVML_ERROR_NOT_SUPPORTED; \
 } while (0)
-#define DEVICE(d) do { if (!initialized) return NVML_ERROR_UNINITIALIZED; \
-    if (!(d)) return NVML_ERROR_INVALID_ARGUMENT; } while (0)
-
 static unsigned int gpu_count(void) {
     const char *env = getenv("FAKE_NVML_GPUS");
     const char *st = lookup("gpus");
     unsigned int n = st ? (unsigned int)atoi(st) : env ? (unsigned int)atoi(env) : 2;
     return n > MAX_GPUS ? MAX_GPUS : n;
 }
+/* A GPU past "gpus" now, or marked lost, fell off the bus: NVML answers NVML_ERROR_GPU_IS_LOST for it.
+ * Ref: https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html */
+static int gpu_lost(unsigned int index) { return index >= gpu_count() || gpu_num(index, "lost", 0); }
+#define DEVICE(d) do { if (!initialized) return NVML_ERROR_UNINITIALIZED; \
+    if (!(d)) return NVML_ERROR_INVALID_ARGUMENT; \
+    if (gpu_lost((d)->index)) return NVML_ERROR_GPU_IS_LOST; } while (0)
 
 nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     (void)flags;
     const char *fail = getenv("FAKE_NVML_FAIL_INIT");
     if (fail && strcmp(fail, "1") == 0) return NVML_ERROR_DRIVER_NOT_LOADED;
-    load_state();
+    resolve_path();
     ENTER("nvmlInit");
     for (unsigned int i = 0; i < MAX_GPUS; i++) devices[i].index = i;
     initialized = 1;
@@ -135,7 +208,11 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
 }
 nvmlReturn_t nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
 nvmlReturn_t nvmlInit(void) { return nvmlInitWithFlags(0); }
-nvmlReturn_t nvmlShutdown(void) { initialized = 0; return NVML_SUCCESS; }
+nvmlReturn_t nvmlShutdown(void) {
+    ENTER("nvmlShutdown");
+    initialized = 0;
+    return NVML_SUCCESS;
+}
 
 const char *nvmlErrorString(nvmlReturn_t r) {
     switch (r) {
@@ -147,6 +224,7 @@ const char *nvmlErrorString(nvmlReturn_t r) {
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
     case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     default: return "Unknown Error";
     }
 }
@@ -184,6 +262,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, struct fake_devic
     ENTER("nvmlDeviceGetHandleByIndex");
     if (!initialized) return NVML_ERROR_UNINITIALIZED;
     if (index >= gpu_count() || !device) return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_lost(index)) return NVML_ERROR_GPU_IS_LOST;
     *device = &devices[index];
     return NVML_SUCCESS;
 }
@@ -199,7 +278,8 @@ nvmlReturn_t nvmlDeviceGetIndex(struct fake_device *d, unsigned int *index) {
 
 nvmlReturn_t nvmlDeviceGetName(struct fake_device *d, char *name, unsigned int length) {
     ENTER("nvmlDeviceGetName");
-    if (!d || !name) return NVML_ERROR_INVALID_ARGUMENT;
+    DEVICE(d);
+    if (!name) return NVML_ERROR_INVALID_ARGUMENT;
     if (length < 32) return NVML_ERROR_INSUFFICIENT_SIZE;
     const char *v = gpu_str(d->index, "name");
     snprintf(name, length, "%s", v ? v : "NVIDIA H100 80GB HBM3");
@@ -208,7 +288,8 @@ nvmlReturn_t nvmlDeviceGetName(struct fake_device *d, char *name, unsigned int l
 
 nvmlReturn_t nvmlDeviceGetUUID(struct fake_device *d, char *uuid, unsigned int length) {
     ENTER("nvmlDeviceGetUUID");
-    if (!d || !uuid) return NVML_ERROR_INVALID_ARGUMENT;
+    DEVICE(d);
+    if (!uuid) return NVML_ERROR_INVALID_ARGUMENT;
     if (length < 41) return NVML_ERROR_INSUFFICIENT_SIZE;
     char k[32];
     snprintf(k, sizeof k, "gpu.%u.uuid", d->index);
@@ -221,7 +302,8 @@ nvmlReturn_t nvmlDeviceGetUUID(struct fake_device *d, char *uuid, unsigned int l
 /* The minor number is deliberately not the index, so callers must ask for it. */
 nvmlReturn_t nvmlDeviceGetMinorNumber(struct fake_device *d, unsigned int *minor) {
     ENTER("nvmlDeviceGetMinorNumber");
-    if (!d || !minor) return NVML_ERROR_INVALID_ARGUMENT;
+    DEVICE(d);
+    if (!minor) return NVML_ERROR_INVALID_ARGUMENT;
     *minor = d->index + 4;
     return NVML_SUCCESS;
 }
@@ -229,7 +311,8 @@ nvmlReturn_t nvmlDeviceGetMinorNumber(struct fake_device *d, unsigned int *minor
 /* GPU i is close to CPUs 2i and 2i+1 (one NUMA half each on a 4-CPU box). */
 nvmlReturn_t nvmlDeviceGetCpuAffinity(struct fake_device *d, unsigned int cpuSetSize, unsigned long *cpuSet) {
     ENTER("nvmlDeviceGetCpuAffinity");
-    if (!d || !cpuSet || cpuSetSize == 0) return NVML_ERROR_INVALID_ARGUMENT;
+    DEVICE(d);
+    if (!cpuSet || cpuSetSize == 0) return NVML_ERROR_INVALID_ARGUMENT;
     memset(cpuSet, 0, cpuSetSize * sizeof(unsigned long));
     const char *aff = lookup("affinity");
     long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -409,64 +492,88 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(struct fake_device *d, fake_fabric_t *in
     return NVML_SUCCESS;
 }
 
-/* --- events: one set; each queued XID delivered once (counter in "$FAKE_NVML_STATE.delivered") --- */
+/* --- events: each set gets, once, every XID raised after it was registered for the XID's GPU ---
+ * Ref: https://docs.nvidia.com/deploy/nvml-api/group__nvmlEvents.html (nvmlEventTypeXidCriticalError is
+ * 0x8; nvmlEventData_t: device, eventType, eventData (the XID), gpuInstanceId, computeInstanceId). */
 #define XID_EVENT 0x8ULL
+#define NO_INSTANCE 0xFFFFFFFFu  /* nvmlEventData_t's instance ids when MIG is off */
+#define WAIT_POLL_MS 5
 typedef struct { struct fake_device *device; unsigned long long type, data; unsigned int gi, ci; } fake_event_t;
-struct fake_set { unsigned long long gpus; };
-static struct fake_set the_set;
-
-static int delivered_count(void) {
-    char p[1100]; int n = 0;
-    snprintf(p, sizeof p, "%s.delivered", state_path);
-    FILE *f = fopen(p, "r");
-    if (f) { if (fscanf(f, "%d", &n) != 1) n = 0; fclose(f); }
-    return n;
-}
-static void set_delivered(int n) {
-    char p[1100];
-    snprintf(p, sizeof p, "%s.delivered", state_path);
-    FILE *f = fopen(p, "w");
-    if (f) { fprintf(f, "%d\n", n); fclose(f); }
-}
+struct fake_set {
+    int registered[MAX_GPUS];
+    unsigned long long since[MAX_GPUS];  /* the largest SEQ in the file when the GPU was registered */
+    unsigned long long last;             /* the SEQ of the last XID this set delivered */
+};
 
 nvmlReturn_t nvmlEventSetCreate(struct fake_set **set) {
     ENTER("nvmlEventSetCreate");
     if (!initialized) return NVML_ERROR_UNINITIALIZED;
     if (!set) return NVML_ERROR_INVALID_ARGUMENT;
-    the_set.gpus = 0;
-    *set = &the_set;
-    return NVML_SUCCESS;
+    *set = calloc(1, sizeof **set);
+    return *set ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
 }
 nvmlReturn_t nvmlDeviceGetSupportedEventTypes(struct fake_device *d, unsigned long long *types) {
     ENTER("nvmlDeviceGetSupportedEventTypes"); DEVICE(d);
     if (!types) return NVML_ERROR_INVALID_ARGUMENT;
-    *types = XID_EVENT | 0x1ULL | 0x4ULL;
+    *types = XID_EVENT | 0x1ULL | 0x4ULL;  /* and nvmlEventTypeSingleBitEccError, nvmlEventTypePState */
     return NVML_SUCCESS;
 }
+/* From now on: XIDs already in the file are history, not events, for this set. */
 nvmlReturn_t nvmlDeviceRegisterEvents(struct fake_device *d, unsigned long long types, struct fake_set *set) {
     ENTER("nvmlDeviceRegisterEvents"); DEVICE(d);
     if (!set) return NVML_ERROR_INVALID_ARGUMENT;
-    if (types & XID_EVENT) set->gpus |= 1ULL << d->index;
+    if ((types & XID_EVENT) && !set->registered[d->index]) {
+        set->registered[d->index] = 1;
+        set->since[d->index] = snapshot()->last_seq;
+    }
     return NVML_SUCCESS;
 }
+
+/* The earliest XID this set has not had yet, or NULL. */
+static const struct xid *next_xid(const struct state *s, const struct fake_set *set) {
+    const struct xid *best = NULL;
+    for (int i = 0; i < s->nxids; i++) {
+        const struct xid *x = &s->xids[i];
+        if (x->gpu >= MAX_GPUS || !set->registered[x->gpu] || x->seq <= set->since[x->gpu] || x->seq <= set->last)
+            continue;
+        if (!best || x->seq < best->seq) best = x;
+    }
+    return best;
+}
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+/* An event waiting now returns at once; else poll the file until one comes or timeout_ms pass. */
 nvmlReturn_t nvmlEventSetWait_v2(struct fake_set *set, fake_event_t *data, unsigned int timeout_ms) {
     ENTER("nvmlEventSetWait");
     if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
-    int done = delivered_count();
-    for (int i = done; i < nxids; i++) {
-        set_delivered(i + 1);
-        if (xid_gpu[i] >= gpu_count() || !(set->gpus & (1ULL << xid_gpu[i]))) continue;
-        memset(data, 0, sizeof *data);
-        data->device = &devices[xid_gpu[i]];
-        data->type = XID_EVENT;
-        data->data = xid_code[i];
-        return NVML_SUCCESS;
+    long long deadline = now_ms() + timeout_ms;
+    for (;;) {
+        const struct xid *x = next_xid(snapshot(), set);
+        if (x) {  /* delivered even if its GPU fell off the bus since: the set holds its handle */
+            set->last = x->seq;
+            memset(data, 0, sizeof *data);
+            data->device = &devices[x->gpu];
+            data->type = XID_EVENT;
+            data->data = x->code;
+            data->gi = data->ci = NO_INSTANCE;
+            return NVML_SUCCESS;
+        }
+        long long left = deadline - now_ms();
+        if (left <= 0) return NVML_ERROR_TIMEOUT;
+        usleep((useconds_t)(left < WAIT_POLL_MS ? left : WAIT_POLL_MS) * 1000u);
+        refresh();
+        hang_if_wedged("nvmlEventSetWait");
     }
-    if (timeout_ms) usleep(timeout_ms * 1000u);
-    return NVML_ERROR_TIMEOUT;
 }
 nvmlReturn_t nvmlEventSetWait(struct fake_set *s, fake_event_t *d, unsigned int t) { return nvmlEventSetWait_v2(s, d, t); }
-nvmlReturn_t nvmlEventSetFree(struct fake_set *set) { ENTER("nvmlEventSetFree"); (void)set; return NVML_SUCCESS; }
+nvmlReturn_t nvmlEventSetFree(struct fake_set *set) {
+    ENTER("nvmlEventSetFree");
+    free(set);
+    return NVML_SUCCESS;
+}
 
 /* --- what Slurm's gpu/nvml plugin asks besides the above (AutoDetect=nvml): MIG off, clocks --- */
 nvmlReturn_t nvmlDeviceGetMigMode(struct fake_device *d, unsigned int *current, unsigned int *pending) {

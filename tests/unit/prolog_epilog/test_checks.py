@@ -3,6 +3,9 @@
 One subprocess runs the whole table of in-process cases (tests/unit/health_table.py); the cases that
 need a process of their own (NVML hanging, no library at all) each get one. Nothing is patched: the
 fakes sit at the C ABI, and the state file says what is broken.
+
+An XID raised before a check starts reaches it through the kernel log only: the fake NVML, like the
+driver, gives an event set just the XIDs raised after it was registered (tests/fakes/gpu_libs.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import paths
 import pytest
-from fakes.gpu_libs import build, write_state
+from fakes.gpu_libs import build, raise_xid, write_state
 
 from slurmpod.prolog_epilog.checks.gpu import xid
 
@@ -36,15 +39,15 @@ def _kmsg(seq: int, message: str, usec: int | None = None) -> str:
 # id: (context, state-file lines added to HEALTHY, env, check, status, text in the reason)
 CASES: dict[str, tuple[str, str, dict[str, str], str, str, str]] = {
     "healthy-periodic": ("periodic", "", {}, "gpu-count", "ok", "8 GPUs"),
-    "xid-48": ("periodic", "xid=0:48", {}, "xid", "fail", "XID 48"),
-    "xid-79": ("periodic", "xid=3:79", {}, "xid", "fail", "XID 79 (GPU has fallen off the bus) on GPU 3"),
-    "xid-94-warns": ("periodic", "xid=1:94", {}, "xid", "warn", "XID 94"),
-    "xid-119": ("prolog", "xid=5:119", {}, "xid", "fail", "XID 119 (GSP RPC timeout)"),
-    "xid-in-epilog-names-the-job": ("epilog", "xid=3:79", {"SLURM_JOB_ID": "77", "SLURM_JOB_GPUS": "2,3"},
+    "xid-48": ("periodic", "", {}, "xid", "fail", "XID 48"),
+    "xid-79": ("periodic", "", {}, "xid", "fail", "XID 79 (GPU has fallen off the bus) on GPU 3"),
+    "xid-94-warns": ("periodic", "", {}, "xid", "warn", "XID 94"),
+    "xid-119": ("prolog", "", {}, "xid", "fail", "XID 119 (GSP RPC timeout)"),
+    "xid-in-epilog-names-the-job": ("epilog", "", {"SLURM_JOB_ID": "77", "SLURM_JOB_GPUS": "2,3"},
                                     "xid", "fail", "during job 77 on its GPU(s) 3"),
-    "xid-in-epilog-without-gpu-list": ("epilog", "xid=6:48", {"SLURM_JOB_ID": "78"}, "xid", "fail",
+    "xid-in-epilog-without-gpu-list": ("epilog", "", {"SLURM_JOB_ID": "78"}, "xid", "fail",
                                        "XID 48 (double-bit ECC error (DBE)) on GPU 6; during job 78"),
-    "xid-on-another-gpu-is-not-the-jobs": ("epilog", "xid=6:48", {"SLURM_JOB_ID": "79", "SLURM_JOB_GPUS": "0"},
+    "xid-on-another-gpu-is-not-the-jobs": ("epilog", "", {"SLURM_JOB_ID": "79", "SLURM_JOB_GPUS": "0"},
                                            "xid", "fail", "on GPU 6"),
     "xid-from-kernel-log": ("periodic", "", {}, "xid", "fail", "XID 79 (GPU has fallen off the bus) on GPU 2"),
     "ecc-uncorrectable": ("prolog", "gpu.2.ecc.volatile.uncorrected=1", {}, "ecc", "fail", "GPU 2 1 DBE"),
@@ -76,6 +79,12 @@ CASES: dict[str, tuple[str, str, dict[str, str], str, str, str]] = {
                                     "skipped for job 9"),
     "job-cannot-skip-remap": ("prolog", "gpu.1.remap.pending=1", {"SLURM_JOB_ID": "9",
                               "SLURM_JOB_EXTRA": "slurmpod:skip=remap"}, "remap", "fail", "row remap pending"),
+}
+# id: (gpu, xid) raised before the check starts: in the kernel log, and as NVML events no set was registered for
+XIDS: dict[str, tuple[tuple[int, int], ...]] = {
+    "xid-48": ((0, 48),), "xid-79": ((3, 79),), "xid-94-warns": ((1, 94),), "xid-119": ((5, 119),),
+    "xid-in-epilog-names-the-job": ((3, 79),), "xid-in-epilog-without-gpu-list": ((6, 48),),
+    "xid-on-another-gpu-is-not-the-jobs": ((6, 48),),
 }
 
 
@@ -112,6 +121,8 @@ def table(libs: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
         (d / "health.yaml").write_text(f"kernel_log: {kmsg}\nthresholds: {{allreduce_bytes: {2**31}}}\n",
                                        encoding="utf-8")
         state = write_state(d / "state", HEALTHY + lines)
+        for gpu, code in XIDS.get(case_id, ()):
+            raise_xid(state, kmsg, gpu, code)
         cases.append({"id": case_id, "context": context, "state": str(state), "env": env,
                       "config": str(d / "health.yaml"), "state_dir": str(d / "sd")})
     (root / "table.json").write_text(json.dumps(cases), encoding="utf-8")
@@ -157,10 +168,14 @@ def test_a_failure_makes_the_run_fail_and_a_warning_does_not(table: dict[str, An
     assert table["xid-94-warns"]["status"] == "warn"
 
 
-def _cli(libs: Path | None, tmp: Path, context: str, state: str, **env: str) -> subprocess.CompletedProcess[str]:
+def _cli(libs: Path | None, tmp: Path, context: str, state: str, xids: tuple[tuple[int, int], ...] = (),
+         **env: str) -> subprocess.CompletedProcess[str]:
+    """``slurmpod check run`` on ``state``, with ``xids`` (gpu, xid) raised before it starts."""
     cfg = tmp / "health.yaml"
     cfg.write_text(f"kernel_log: {tmp / 'kmsg'}\ndeadline: {{prolog: 4}}\n", encoding="utf-8")
     state_file = write_state(tmp / "state", state)
+    for gpu, code in xids:
+        raise_xid(state_file, tmp / "kmsg", gpu, code)
     slurmpod = Path(sys.executable).with_name("slurmpod")
     return subprocess.run([str(slurmpod), "check", "run", "--context", context, "--json", "--config", str(cfg),
                            "--state-dir", str(tmp / "sd"), "--metrics-dir", str(tmp / "metrics")],
@@ -231,7 +246,7 @@ def test_a_cuda_runtime_without_a_driver(cuda_only: Path, tmp_path: Path, error:
 
 
 def test_check_run_json_shape_and_metrics(libs: Path, tmp_path: Path) -> None:
-    proc = _cli(libs, tmp_path, "prolog", "gpus=8\nxid=1:48", SLURM_JOB_ID="12")
+    proc = _cli(libs, tmp_path, "prolog", "gpus=8", ((1, 48),), SLURM_JOB_ID="12")
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     assert set(report) == {"context", "node", "job_id", "status", "action", "duration_s", "results"}
@@ -257,13 +272,16 @@ def _again(libs: Path, tmp_path: Path) -> dict[str, Any]:
 
 
 def test_a_fatal_xid_stays_failed_until_the_state_dir_is_new(libs: Path, tmp_path: Path) -> None:
-    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=2\nxid=1:48", SLURMPOD_AUTH="slurm").stdout)
+    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=2", ((1, 48),), SLURMPOD_AUTH="slurm").stdout)
     assert _result(first, "xid")["status"] == "fail"
-    for _ in range(3):  # the event was delivered once; clean runs do not lift a fatal XID
+    for _ in range(3):  # the kernel log holds nothing new; clean runs do not lift a fatal XID
         later = _again(libs, tmp_path)
         assert (later["status"], later["remediation"]) == ("fail", "restart_pod"), later
         assert "XID 48" in later["reason"] and "latched" in later["reason"], later
     shutil.rmtree(tmp_path / "sd")  # a new container: the pod was restarted, the GPU reset
+    # A new state dir reads the kernel log from its first record, so the XID's record goes with the old
+    # container here: a log still holding it would latch the new container too.
+    (tmp_path / "kmsg").write_text("", encoding="utf-8")
     assert _again(libs, tmp_path)["status"] == "ok"
 
 
@@ -293,8 +311,8 @@ def test_container_start_is_field_22_of_pid_1s_stat(tmp_path: Path) -> None:
 
 def test_an_xid_is_reported_once(libs: Path, tmp_path: Path) -> None:
     # 94: a warning (contained ECC error); warnings are not latched
-    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=2\nxid=1:94", SLURMPOD_AUTH="slurm").stdout)
-    # the same state file again: the event was delivered; a second run finds nothing new
+    first = json.loads(_cli(libs, tmp_path, "periodic", "gpus=2", ((1, 94),), SLURMPOD_AUTH="slurm").stdout)
+    # the same kernel log again: the run keeps its place in it, so a second run finds nothing new
     assert _result(first, "xid")["status"] == "warn"
     assert _again(libs, tmp_path)["status"] == "ok"
 
