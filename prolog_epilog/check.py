@@ -40,6 +40,20 @@ class GpuSource:
         self._error: Exception | None = None
         self._devices: tuple[rd.Device, ...] | None = None
 
+    @classmethod
+    def held(cls, opened: nvml_adapter.Nvml | Exception) -> GpuSource:
+        """A source over a session someone else holds open (the health agent), or the error its opening
+        gave; ``close`` leaves the session open. The GPUs are still read once per run."""
+        def never() -> ctypes.CDLL:
+            raise AssertionError("a held NVML session is never opened again")
+
+        source = cls(never, 0.0, 0.0)
+        if isinstance(opened, Exception):
+            source._error = opened
+        else:
+            source._nv = opened
+        return source
+
     def get(self) -> nvml_adapter.Nvml:
         """The session; raises NvmlAbsent / NvmlHung / NvmlError as opening did."""
         with self._lock:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from slurmpod import nvml
 from slurmpod import well_known as wk
@@ -29,11 +29,21 @@ from slurmpod.prolog_epilog.state import StateDir
 from slurmpod.timing import Clock, Deadline, SystemClock
 
 if TYPE_CHECKING:
+    from slurmpod.prolog_epilog.agent.protocol import Answer, Request
     from slurmpod.slurm import SlurmClient
 
 log = logging.getLogger(__name__)
 NEEDS_CUDA = frozenset({"cuda-memory", "nccl-allreduce"})
 NVML_CALL_TIMEOUT = 2.0  # seconds for one NVML query (they take micro- to milliseconds when healthy)
+# The share of a hook's deadline it waits for the health agent; the rest is left for running the checks
+# itself, so a late agent never makes the hook overrun its deadline (and Slurm's PrologEpilogTimeout).
+AGENT_SHARE = 0.5
+
+
+class AgentClient(Protocol):
+    """What the hooks ask the health agent through (agent/client.py); None: no answer, run the checks."""
+
+    def ask(self, request: Request, timeout: float) -> Answer | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +120,8 @@ class Report:
         }
 
 
-def _libraries(planned: tuple[runner.Planned, ...]) -> GpuLibraries | None:
+def libraries_for(planned: tuple[runner.Planned, ...]) -> GpuLibraries | None:
+    """CUDA and NCCL through cffi, only when a planned check needs them; None where the node has none."""
     if not any(p.check.name in NEEDS_CUDA and not p.skip_reason for p in planned):
         return None
     try:
@@ -120,9 +131,40 @@ def _libraries(planned: tuple[runner.Planned, ...]) -> GpuLibraries | None:
         return None
 
 
+def check_env(s: Settings, context: Context, cfg: config.Config, *, the_job: job.JobInfo, state: StateDir,
+              gpus: GpuSource, run_cmd: Runner, libraries: GpuLibraries | None) -> CheckEnv:
+    """What the checks of one run may use: the config's node facts win over the settings'."""
+    return CheckEnv(
+        context=context, config=cfg, job=the_job, state=state, gpus=gpus, runner=run_cmd, libraries=libraries,
+        expected_gpus=cfg.expected_gpus if cfg.expected_gpus is not None else s.expected_gpus,
+        auth=cfg.auth if cfg.auth is not None else s.auth,
+        real_memory_mib=cfg.real_memory_mib if cfg.real_memory_mib is not None else s.real_memory_mib,
+    )
+
+
+def _from_agent(agent: AgentClient, context: Context, planned: tuple[runner.Planned, ...], *,
+                the_job: job.JobInfo, recheck: str | None, budget: float) -> tuple[CheckResult, ...] | None:
+    """The agent's results for this run's plan, or None (not answered in ``budget``, refused, or not
+    the plan this hook made: the hook then runs the checks itself)."""
+    from slurmpod.prolog_epilog.agent.protocol import Request  # noqa: PLC0415 - only where an agent listens
+
+    answer = agent.ask(Request(context, the_job, recheck, budget), budget)
+    if answer is None:
+        return None
+    names = [v.verdict.check for v in answer.verdicts]
+    if answer.context is not context or answer.job_id != the_job.job_id or names != [p.check.name for p in planned]:
+        log.warning("health agent answered another plan; running the checks here: context=%s checks=%s",
+                    answer.context.value, ",".join(names))
+        return None
+    return tuple(runner.resolve(v.verdict) for v in answer.verdicts)
+
+
 def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, clock: Clock | None = None,
             run_cmd: Runner | None = None, checks: tuple[Check, ...] | None = None,
-            libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = _libraries) -> Report:
+            libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = libraries_for,
+            agent: AgentClient | None = None) -> Report:
+    """One run: the results (from the health agent when ``agent`` answers within its share of the
+    deadline, else from the checks run here with what is left), then the actions and the metrics."""
     clock = clock or SystemClock()
     start = clock.monotonic()
     all_checks = checks if checks is not None else registry.all_checks()
@@ -133,18 +175,18 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
     state = StateDir(s.state_dir)
     recheck = actions.owned_drain_check(state) if s.context is Context.PERIODIC else None
     planned = runner.plan(all_checks, s.context, cfg, the_job, recheck=recheck)
-    gpus = GpuSource(nvml.open_library, NVML_CALL_TIMEOUT, init_timeout=min(10.0, deadline_s / 3))
-    check_env = CheckEnv(
-        context=s.context, config=cfg, job=the_job, state=state, gpus=gpus, runner=run_cmd or LocalRunner(),
-        libraries=libraries(planned),
-        expected_gpus=cfg.expected_gpus if cfg.expected_gpus is not None else s.expected_gpus,
-        auth=cfg.auth if cfg.auth is not None else s.auth,
-        real_memory_mib=cfg.real_memory_mib if cfg.real_memory_mib is not None else s.real_memory_mib,
-    )
-    try:
-        results = runner.run(planned, check_env, deadline, clock)
-    finally:
-        gpus.close()
+    results = None
+    if agent is not None:
+        results = _from_agent(agent, s.context, planned, the_job=the_job, recheck=recheck,
+                              budget=deadline_s * AGENT_SHARE)
+    if results is None:
+        gpus = GpuSource(nvml.open_library, NVML_CALL_TIMEOUT, init_timeout=min(10.0, deadline_s / 3))
+        here = check_env(s, s.context, cfg, the_job=the_job, state=state, gpus=gpus, run_cmd=run_cmd or LocalRunner(),
+                         libraries=libraries(planned))
+        try:
+            results = runner.run(planned, here, deadline, clock)
+        finally:
+            gpus.close()
     enabled = frozenset(c.name for c in all_checks if cfg.settings(c.name).enabled)
     action = actions.act(s.context, results, node=s.node, slurm=slurm if s.act else None, state=state,
                          clean_runs_to_undrain=cfg.clean_runs_to_undrain, enabled=enabled)
@@ -181,10 +223,22 @@ def _slurm() -> SlurmClient:
     return cast("SlurmClient", _LazySlurm())
 
 
+def _agent(env: Mapping[str, str]) -> AgentClient | None:
+    """The health agent's client when its socket is there (a stat, no import otherwise); None when the
+    socket setting is empty or nothing listens there."""
+    path = env.get(wk.ENV_HEALTH_AGENT_SOCKET, wk.HEALTH_AGENT_SOCKET)
+    if not path or not os.path.exists(path):
+        return None
+    from slurmpod.prolog_epilog.agent.client import Client  # noqa: PLC0415 - only where an agent listens
+
+    return Client(Path(path))
+
+
 def _hook(context: Context, env: Mapping[str, str]) -> int:
     """What Slurm runs: no arguments, the SLURM_* environment, findings on stderr (slurmd logs it).
+    The results come from the health agent when it answers in time, else from the checks run here.
     Ref: https://slurm.schedmd.com/prolog_epilog.html"""
-    report = execute(settings_from(env, context, act=True), env, slurm=_slurm())
+    report = execute(settings_from(env, context, act=True), env, slurm=_slurm(), agent=_agent(env))
     for r in report.results:
         if r.status in {Status.FAIL, Status.WARN}:
             print(f"slurmpod {context.value}: {r.status.value}: {r.check}: {r.reason}", file=sys.stderr)

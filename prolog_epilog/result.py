@@ -72,6 +72,21 @@ class CheckResult:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """No verdict: the check did not return within its timeout (a call stuck in a driver, say).
+
+    The health agent reports this as such; the hook turns it into the runner's "timed out" failure,
+    the verdict a check past its time gets in-process (``runner.resolve``)."""
+
+    check: str
+    timeout: float  # seconds the check was given
+    duration: float = 0.0  # seconds waited for it
+
+
+Verdict = CheckResult | Unknown
+
+
 def ok(check: str, reason: str = "", **kw: object) -> CheckResult:
     return CheckResult(check, Status.OK, reason, **kw)  # type: ignore[arg-type]
 

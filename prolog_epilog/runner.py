@@ -2,7 +2,9 @@
 
 A check past its timeout is a failure ("timed out after N s") and the run moves on; its thread is a
 daemon, so a check stuck in a C call (a wedged driver) never keeps the process alive. When the overall
-deadline has passed, the checks not yet started are reported as skipped, never run.
+deadline has passed, the checks not yet started are reported as skipped, never run. ``run_verdicts``
+keeps a check past its timeout as ``Unknown`` (what the health agent answers); ``resolve`` turns it
+into that failure.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from slurmpod.prolog_epilog.check import Check, CheckEnv
 from slurmpod.prolog_epilog.config import Config
 from slurmpod.prolog_epilog.job import JobInfo
-from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, Status, fail, skipped
+from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, Status, Unknown, Verdict, fail, skipped
 from slurmpod.timing import Clock, Deadline
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ def plan(checks: Sequence[Check], context: Context, config: Config, job: JobInfo
     return tuple(out)
 
 
-def _run_one(check: Check, env: CheckEnv, timeout: float, clock: Clock) -> CheckResult:
+def _attempt(check: Check, env: CheckEnv, timeout: float, clock: Clock) -> Verdict:
     box: list[CheckResult] = []
     start = clock.monotonic()
 
@@ -68,25 +70,46 @@ def _run_one(check: Check, env: CheckEnv, timeout: float, clock: Clock) -> Check
     thread.join(timeout)
     duration = clock.monotonic() - start
     if not box:
-        return fail(check.name, f"timed out after {timeout:g} s", Remediation.DRAIN, duration=duration)
+        return Unknown(check.name, timeout, duration)
     return dataclasses.replace(box[0], duration=duration)
 
 
-def run(planned: Sequence[Planned], env: CheckEnv, deadline: Deadline, clock: Clock) -> tuple[CheckResult, ...]:
-    results = []
+def resolve(verdict: Verdict) -> CheckResult:
+    """The result a verdict counts as: a check with no verdict within its time is a failure that drains."""
+    if isinstance(verdict, Unknown):
+        return fail(verdict.check, f"timed out after {verdict.timeout:g} s", Remediation.DRAIN,
+                    duration=verdict.duration)
+    return verdict
+
+
+def run_verdicts(planned: Sequence[Planned], env: CheckEnv, deadline: Deadline, clock: Clock,
+                 *, known: Mapping[str, Verdict] | None = None) -> tuple[Verdict, ...]:
+    """Like ``run``, but a check past its timeout is ``Unknown``; ``known``: verdicts to give as they
+    are instead of running those checks (the health agent's fresh periodic results)."""
+    verdicts: list[Verdict] = []
     for p in planned:
         if p.skip_reason:
-            results.append(skipped(p.check.name, p.skip_reason))
+            verdicts.append(skipped(p.check.name, p.skip_reason))
+            continue
+        if known is not None and p.check.name in known:
+            verdicts.append(known[p.check.name])
             continue
         if deadline.expired:
-            results.append(skipped(p.check.name, "overall deadline reached before it started"))
+            verdicts.append(skipped(p.check.name, "overall deadline reached before it started"))
             continue
         timeout = min(p.check.timeout, deadline.left())
-        result = _run_one(p.check, env, timeout, clock)
-        log.info("check=%s status=%s duration=%.3f reason=%s", result.check, result.status.value,
-                 result.duration, result.reason)
-        results.append(result)
-    return tuple(results)
+        verdict = _attempt(p.check, env, timeout, clock)
+        if isinstance(verdict, Unknown):
+            log.info("check=%s status=unknown duration=%.3f timeout=%g", verdict.check, verdict.duration, timeout)
+        else:
+            log.info("check=%s status=%s duration=%.3f reason=%s", verdict.check, verdict.status.value,
+                     verdict.duration, verdict.reason)
+        verdicts.append(verdict)
+    return tuple(verdicts)
+
+
+def run(planned: Sequence[Planned], env: CheckEnv, deadline: Deadline, clock: Clock) -> tuple[CheckResult, ...]:
+    return tuple(resolve(v) for v in run_verdicts(planned, env, deadline, clock))
 
 
 def first_failure(results: Sequence[CheckResult]) -> CheckResult | None:

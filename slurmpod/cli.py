@@ -204,6 +204,18 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     option(ksync, t, "--state-dir", env="SLURMPOD_K8S_SYNC_STATE_DIR", default=f"{wk.RUN_DIR}/k8s-sync",
          help="where the remediation budget and the counters are kept")
     ksync.set_defaults(handler=lazy("slurmpod.entrypoints.k8s_sync.daemon"))
+    agent = dsub.add_parser("health-agent", help="worker: hold NVML, run the periodic health checks, answer "
+                            "the prolog, epilog and healthcheck over a local socket")
+    option(agent, t, "--socket", env=wk.ENV_HEALTH_AGENT_SOCKET, default=wk.HEALTH_AGENT_SOCKET,
+           help="the Unix socket the hooks ask the health agent on")
+    option(agent, t, "--interval", env="SLURMPOD_HEALTH_AGENT_INTERVAL", type=float, default=60.0,
+           help="seconds between the agent's periodic runs")
+    option(agent, t, "--max-age", env="SLURMPOD_HEALTH_AGENT_MAX_AGE", type=float, default=120.0,
+           help="oldest results (seconds) a healthcheck is answered with; older ones are run again")
+    option(agent, t, "--config", env=wk.ENV_HEALTH_CONFIG, default=None, help="the health config YAML")
+    option(agent, t, "--state-dir", env=wk.ENV_HEALTH_STATE_DIR, default=None,
+           help="where counters are kept between runs")
+    agent.set_defaults(handler=lazy("slurmpod.prolog_epilog.agent.daemon"))
 
 
 def _topology_commands(sub: Any, t: Twins) -> None:

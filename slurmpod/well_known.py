@@ -260,6 +260,10 @@ ENV_HEALTH_METRICS_DIR = "SLURMPOD_HEALTH_METRICS_DIR"  # node-exporter's textfi
 ENV_EXPECTED_GPUS = "SLURMPOD_EXPECTED_GPUS"  # resourceFieldRef limits."nvidia.com/gpu"
 ENV_REAL_MEMORY = "SLURMPOD_REAL_MEMORY"  # the RealMemory (MiB) this worker registers with
 HEALTH_CONFIG = "/etc/slurmpod/health.json"
+# The worker's health agent (`slurmpod daemon health-agent`, under supervisord when enabled): the hooks
+# ask it over this Unix socket, and run the checks themselves when it does not answer. Empty: not asked.
+ENV_HEALTH_AGENT_SOCKET = "SLURMPOD_HEALTH_AGENT_SOCKET"
+HEALTH_AGENT_SOCKET = f"{RUN_DIR}/health-agent.sock"
 HEALTH_STATE_DIR = "/var/lib/slurmpod/health"
 # Ref: https://github.com/prometheus/node_exporter#textfile-collector
 HEALTH_METRICS_DIR = "/var/lib/node_exporter/textfile_collector"

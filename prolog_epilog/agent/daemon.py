@@ -1,0 +1,210 @@
+"""`slurmpod daemon health-agent`: the worker's resident health agent, under supervisord beside slurmd.
+
+- NVML is opened once, at start, through the same adapter the hooks use (slurmpod.nvml), and held for
+  the agent's lifetime; every run reads the GPUs afresh over that session. Opening again is tried only
+  after an NVML error (a driver not loaded yet): never after a hang (the library may hold its lock) or
+  where there is no library (no GPUs).
+- The periodic checks run on the agent's own schedule (``interval_s``); each check's latest verdict is
+  kept with its time (state.Latest).
+- A request is answered with the verdicts of the checks the hook's own plan names (the same registry,
+  config, job opt-outs and recheck): a periodic request reuses verdicts at most ``max_age_s`` old and
+  runs the rest; a prolog or epilog request runs its checks now, for its job. One run at a time (the
+  checks share the state dir); a request that cannot start one within its deadline is refused.
+- A check that does not return within its timeout (a call stuck in the driver) is "unknown"; its
+  thread is abandoned, the run goes on, and the socket keeps answering. The hook decides what an unknown
+  means, as it decides everything else (runner.resolve, actions.act).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slurmpod import nvml
+from slurmpod import well_known as wk
+from slurmpod.commands import LocalRunner, Runner
+from slurmpod.errors import BadInput
+from slurmpod.prolog_epilog import actions, config, registry, runner
+from slurmpod.prolog_epilog import main as hooks
+from slurmpod.prolog_epilog.agent import server
+from slurmpod.prolog_epilog.agent.protocol import Aged, Answer, Refusal, Request
+from slurmpod.prolog_epilog.agent.state import Latest, Observed
+from slurmpod.prolog_epilog.check import Check, GpuSource
+from slurmpod.prolog_epilog.cudalib import GpuLibraries
+from slurmpod.prolog_epilog.job import JobInfo
+from slurmpod.prolog_epilog.result import Context, Verdict, skipped
+from slurmpod.prolog_epilog.state import StateDir
+from slurmpod.timing import Clock, Deadline, SystemClock
+
+if TYPE_CHECKING:
+    import ctypes
+
+log = logging.getLogger(__name__)
+# Well inside Slurm's HealthCheckInterval (300 s by default): a healthcheck is answered from verdicts at
+# most MAX_AGE_S old. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckInterval
+INTERVAL_S = 60.0
+MAX_AGE_S = 120.0
+NVML_INIT_TIMEOUT = 10.0  # nvmlInit on 8 GPUs with persistence mode off takes a few seconds
+START_MARGIN_S = 0.05  # a run is not started with less than this left of the request's deadline
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    socket: Path = Path(wk.HEALTH_AGENT_SOCKET)
+    interval_s: float = INTERVAL_S  # between the agent's own periodic runs
+    max_age_s: float = MAX_AGE_S  # the oldest verdict a periodic request is answered with
+    nvml_call_timeout: float = hooks.NVML_CALL_TIMEOUT  # seconds per NVML call before it counts as hung
+    nvml_init_timeout: float = NVML_INIT_TIMEOUT
+    allowed_uids: frozenset[int] = server.DEFAULT_ALLOWED_UIDS
+    socket_gid: int | None = wk.SLURM_UID  # the socket's group (SlurmUser's group has its uid's number)
+
+
+class Agent:
+    def __init__(self, checks_settings: hooks.Settings, agent: AgentSettings, *, clock: Clock | None = None,
+                 checks: tuple[Check, ...] | None = None,
+                 library: Callable[[], ctypes.CDLL] = nvml.open_library, run_cmd: Runner | None = None,
+                 libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = hooks.libraries_for) -> None:
+        self._s = checks_settings
+        self._a = agent
+        self._clock = clock or SystemClock()
+        self._checks = checks if checks is not None else registry.all_checks()
+        self._library = library
+        self._run_cmd = run_cmd or LocalRunner()
+        self._libraries = libraries
+        self._stack = ExitStack()
+        self._nv: nvml.Nvml | Exception = nvml.NvmlError("nvmlInit", -1, "not opened yet")
+        self._run_lock = threading.Lock()
+        self.latest = Latest()
+
+    # --- NVML, held for the agent's lifetime ---
+    def open(self) -> None:
+        try:
+            lib = self._library()
+            self._nv = self._stack.enter_context(nvml.session(
+                lib, call_timeout=self._a.nvml_call_timeout, init_timeout=self._a.nvml_init_timeout))
+            log.info("NVML open")
+        except (nvml.NvmlAbsent, nvml.NvmlHung, nvml.NvmlError) as exc:
+            self._nv = exc
+            log.warning("NVML not open: %s", exc)
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def _gpus(self) -> GpuSource:
+        if isinstance(self._nv, nvml.NvmlError):  # not absent, not hung: worth another try
+            self.open()
+        return GpuSource.held(self._nv)
+
+    # --- runs ---
+    def run(self, request: Request, deadline: Deadline, *, reuse: bool) -> Answer | Refusal:
+        """The verdicts for ``request``'s plan within ``deadline``."""
+        try:
+            cfg = config.load(self._s.config_path, {c.name for c in self._checks})
+        except BadInput as exc:  # the hook meets the same error and exits 2, as without the agent
+            return Refusal(f"health config: {exc}")
+        planned = runner.plan(self._checks, request.context, cfg, request.job, recheck=request.recheck)
+        periodic = request.context is Context.PERIODIC and not request.job.present
+        names = [p.check.name for p in planned if not p.skip_reason]
+
+        def reusable() -> dict[str, Observed]:
+            if not (reuse and periodic):
+                return {}
+            return self.latest.fresh(names, self._clock.monotonic(), self._a.max_age_s)
+
+        fresh = reusable()
+        if set(names) <= set(fresh):
+            return self._answer(request, _compose(planned, fresh), fresh, ran=frozenset())
+        if not self._run_lock.acquire(timeout=max(0.0, deadline.left() - START_MARGIN_S)):
+            return Refusal("busy: another run holds the checks")
+        try:
+            fresh = reusable()  # the run just waited for may have given them
+            ran = frozenset(n for n in names if n not in fresh)
+            if not ran:
+                verdicts = _compose(planned, fresh)
+            else:
+                run_deadline = Deadline(self._clock, min(cfg.deadlines[request.context], deadline.left()), floor=0.1)
+                env = hooks.check_env(self._s, request.context, cfg, the_job=request.job,
+                                      state=StateDir(self._s.state_dir), gpus=self._gpus(),
+                                      run_cmd=self._run_cmd, libraries=self._libraries(planned))
+                verdicts = runner.run_verdicts(planned, env, run_deadline, self._clock,
+                                               known={n: o.verdict for n, o in fresh.items()})
+        finally:
+            self._run_lock.release()
+        if periodic:
+            self.latest.record((v for v in verdicts if v.check in ran), self._clock.monotonic())
+        return self._answer(request, verdicts, fresh, ran)
+
+    def _answer(self, request: Request, verdicts: tuple[Verdict, ...], fresh: Mapping[str, Observed],
+                ran: frozenset[str]) -> Answer:
+        now = self._clock.monotonic()
+        aged = tuple(Aged(v, fresh[v.check].age(now) if v.check in fresh and v.check not in ran else 0.0)
+                     for v in verdicts)
+        return Answer(request.context, request.job.job_id, aged)
+
+    def answer(self, request: Request, deadline: Deadline) -> Answer | Refusal:
+        return self.run(request, deadline, reuse=True)
+
+    def periodic_pass(self) -> Answer | Refusal:
+        """One scheduled run of the periodic checks (and the check whose drain stands), fresh."""
+        recheck = actions.owned_drain_check(StateDir(self._s.state_dir))
+        deadline_s = config.DEFAULT_DEADLINES[Context.PERIODIC]
+        with contextlib.suppress(BadInput):  # run() refuses, and says why
+            deadline_s = config.load(self._s.config_path, {c.name for c in self._checks}).deadlines[Context.PERIODIC]
+        request = Request(Context.PERIODIC, JobInfo(), recheck, deadline_s)
+        result = self.run(request, Deadline(self._clock, deadline_s, floor=0.1), reuse=False)
+        if isinstance(result, Refusal):
+            log.warning("periodic run not done: %s", result.error)
+        return result
+
+    def schedule(self, stop: threading.Event) -> None:
+        """Periodic runs every ``interval_s`` until ``stop``, the first at once."""
+        while not stop.is_set():
+            try:
+                self.periodic_pass()
+            except Exception:  # the schedule outlives a bug in one pass; the hooks still run their checks
+                log.exception("periodic run crashed")
+            stop.wait(self._a.interval_s)
+
+
+def _compose(planned: tuple[runner.Planned, ...], fresh: Mapping[str, Observed]) -> tuple[Verdict, ...]:
+    return tuple(skipped(p.check.name, p.skip_reason) if p.skip_reason else fresh[p.check.name].verdict
+                 for p in planned)
+
+
+def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    s = hooks.settings_from(env, Context.PERIODIC, act=False, config_path=args.config, state_dir=args.state_dir,
+                           metrics_dir="")
+    settings = AgentSettings(socket=Path(args.socket), interval_s=float(args.interval), max_age_s=float(args.max_age),
+                             allowed_uids=server.DEFAULT_ALLOWED_UIDS | {os.geteuid()})
+    agent = Agent(s, settings)
+    agent.open()  # before the socket exists: until then the hooks find none and run the checks themselves
+    stop = threading.Event()
+    sock = server.bind(settings.socket, settings.socket_gid)
+    srv = server.Server(sock, agent.answer, settings.allowed_uids, SystemClock())
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+        srv.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)  # supervisord's stopsignal
+    signal.signal(signal.SIGINT, on_signal)
+    scheduled = threading.Thread(target=agent.schedule, args=(stop,), name="agent-schedule", daemon=True)
+    scheduled.start()
+    log.info("health agent listening: socket=%s interval=%gs", settings.socket, settings.interval_s)
+    try:
+        srv.serve_forever()
+    finally:
+        stop.set()
+        sock.close()
+        settings.socket.unlink(missing_ok=True)
+        agent.close()
+    return 0
