@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,15 +39,21 @@ class GpuSource:
         self._nv: nvml_adapter.Nvml | None = None
         self._error: Exception | None = None
         self._devices: tuple[rd.Device, ...] | None = None
+        self.xid_watch: rd.XidWatch | None = None  # an event set registered before this run (the agent's)
+        self.jobs_on_gpus: Mapping[int, int] = {}  # GPU index -> the running job that holds it (the agent's)
 
     @classmethod
-    def held(cls, opened: nvml_adapter.Nvml | Exception) -> GpuSource:
+    def held(cls, opened: nvml_adapter.Nvml | Exception, *, xid_watch: rd.XidWatch | None = None,
+             jobs_on_gpus: Mapping[int, int] | None = None) -> GpuSource:
         """A source over a session someone else holds open (the health agent), or the error its opening
-        gave; ``close`` leaves the session open. The GPUs are still read once per run."""
+        gave; ``close`` leaves the session open. The GPUs are still read once per run. ``xid_watch``: the
+        holder's lifetime XID event set; ``jobs_on_gpus``: the jobs it knows to be running, by GPU."""
         def never() -> ctypes.CDLL:
             raise AssertionError("a held NVML session is never opened again")
 
         source = cls(never, 0.0, 0.0)
+        source.xid_watch = xid_watch
+        source.jobs_on_gpus = dict(jobs_on_gpus or {})
         if isinstance(opened, Exception):
             source._error = opened
         else:

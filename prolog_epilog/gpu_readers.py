@@ -8,10 +8,11 @@ Ref: https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from slurmpod.nvml import Nvml, NvmlError
+from slurmpod.nvml import Nvml, NvmlError, NvmlHung
 
 log = logging.getLogger(__name__)
 
@@ -173,37 +174,59 @@ def fabric(nv: Nvml, d: Device) -> Fabric | None:
     return Fabric(int(info.state), int(info.status))
 
 
-def xid_events(nv: Nvml, devs: tuple[Device, ...], limit: int = 256) -> tuple[tuple[int, int], ...]:
-    """(gpu index, xid) for each XID event waiting now: an event set, a 0 ms wait until NVML says timeout.
+@dataclass(frozen=True, slots=True)
+class XidWatch:
+    """An NVML event set registered for XIDs on some GPUs, and which handle is which GPU index."""
 
-    Ref: https://docs.nvidia.com/deploy/nvml-api/group__nvmlEvents.html (nvmlEventSetWait_v2 returns
-    NVML_ERROR_TIMEOUT when no event is waiting). Events only reach a set after it is registered, so
-    this sees XIDs raised while the check runs; those between runs come from the kernel log.
-    """
+    event_set: object
+    by_handle: Mapping[int, int]
+
+
+def watch_xids(nv: Nvml, devs: tuple[Device, ...]) -> XidWatch:
+    """An event set registered for XID events on ``devs``; free it with ``unwatch_xids``.
+    Ref: https://docs.nvidia.com/deploy/nvml-api/group__nvmlEvents.html (nvmlDeviceRegisterEvents)"""
     event_set = nv.call("nvmlEventSetCreate")
     by_handle: dict[int, int] = {}
-    try:
-        for d in devs:
-            try:
-                nv.call("nvmlDeviceRegisterEvents", d.handle, XID_EVENT, event_set)
-            except NvmlError as exc:  # not supported on this GPU: no XID events from it
-                log.debug("no XID events: gpu=%s error=%s", d.index, exc)
-            by_handle[_address(d.handle)] = d.index
-        found = []
-        for _ in range(limit):
-            try:
-                data = nv.call("nvmlEventSetWait_v2", event_set, 0)
-            except NvmlError as exc:
-                if exc.code == 10:  # NVML_ERROR_TIMEOUT: nothing (more) waiting
-                    break
-                raise
-            found.append((by_handle.get(_address(data.device), -1), int(data.eventData)))
-        return tuple(found)
-    finally:
+    for d in devs:
         try:
-            nv.call("nvmlEventSetFree", event_set)
+            nv.call("nvmlDeviceRegisterEvents", d.handle, XID_EVENT, event_set)
+        except NvmlError as exc:  # not supported on this GPU: no XID events from it
+            log.debug("no XID events: gpu=%s error=%s", d.index, exc)
+        by_handle[_address(d.handle)] = d.index
+    return XidWatch(event_set, by_handle)
+
+
+def unwatch_xids(nv: Nvml, watch: XidWatch) -> None:
+    try:
+        nv.call("nvmlEventSetFree", watch.event_set)
+    except (NvmlError, NvmlHung) as exc:  # a hung library keeps its set; the process is ending
+        log.debug("nvmlEventSetFree: %s", exc)
+
+
+def drain_xids(nv: Nvml, watch: XidWatch, limit: int = 256) -> tuple[tuple[int, int], ...]:
+    """(gpu index, xid) for each XID event waiting in ``watch`` now: 0 ms waits until NVML says timeout
+    (NVML_ERROR_TIMEOUT: nothing more is waiting). Ref: nvmlEventSetWait_v2 in the page above."""
+    found = []
+    for _ in range(limit):
+        try:
+            data = nv.call("nvmlEventSetWait_v2", watch.event_set, 0)
         except NvmlError as exc:
-            log.debug("nvmlEventSetFree: %s", exc)
+            if exc.code == 10:  # NVML_ERROR_TIMEOUT
+                break
+            raise
+        found.append((watch.by_handle.get(_address(data.device), -1), int(data.eventData)))
+    return tuple(found)
+
+
+def xid_events(nv: Nvml, devs: tuple[Device, ...], limit: int = 256) -> tuple[tuple[int, int], ...]:
+    """(gpu index, xid) for each XID event raised while this call runs. Events only reach a set after it
+    is registered, so a set made per run misses the XIDs between runs: those come from the kernel log,
+    or from the health agent's set, registered for the pod's lifetime (``watch_xids``)."""
+    watch = watch_xids(nv, devs)
+    try:
+        return drain_xids(nv, watch, limit)
+    finally:
+        unwatch_xids(nv, watch)
 
 
 def _address(handle: Any) -> int:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, cast
 
 from slurmpod import nvml
 from slurmpod import well_known as wk
@@ -24,7 +24,7 @@ from slurmpod.errors import BadInput, Problem
 from slurmpod.prolog_epilog import actions, config, job, metrics, registry, runner
 from slurmpod.prolog_epilog.check import Check, CheckEnv, GpuSource
 from slurmpod.prolog_epilog.cudalib import GpuLibraries, LibraryAbsent
-from slurmpod.prolog_epilog.result import CheckResult, Context, Status, worst
+from slurmpod.prolog_epilog.result import CheckResult, Context, Status, Verdict, worst
 from slurmpod.prolog_epilog.state import StateDir
 from slurmpod.timing import Clock, Deadline, SystemClock
 
@@ -162,14 +162,18 @@ def _from_agent(agent: AgentClient, context: Context, planned: tuple[runner.Plan
 def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, clock: Clock | None = None,
             run_cmd: Runner | None = None, checks: tuple[Check, ...] | None = None,
             libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = libraries_for,
-            agent: AgentClient | None = None) -> Report:
+            agent: AgentClient | None = None, gpus: Callable[[float], GpuSource] | None = None,
+            known: Mapping[str, Verdict] | None = None, deadline_cap: float | None = None) -> Report:
     """One run: the results (from the health agent when ``agent`` answers within its share of the
-    deadline, else from the checks run here with what is left), then the actions and the metrics."""
+    deadline, else from the checks run here with what is left), then the actions and the metrics.
+
+    The health agent runs hooks through this too: ``gpus`` gives its held NVML session (given the
+    deadline), ``known`` its fresh periodic verdicts, ``deadline_cap`` what its client waits."""
     clock = clock or SystemClock()
     start = clock.monotonic()
     all_checks = checks if checks is not None else registry.all_checks()
     cfg = config.load(s.config_path, {c.name for c in all_checks})
-    deadline_s = cfg.deadlines[s.context]
+    deadline_s = cfg.deadlines[s.context] if deadline_cap is None else min(cfg.deadlines[s.context], deadline_cap)
     deadline = Deadline(clock, deadline_s, floor=0.1)
     the_job = job.from_env(env)
     state = StateDir(s.state_dir)
@@ -180,13 +184,13 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
         results = _from_agent(agent, s.context, planned, the_job=the_job, recheck=recheck,
                               budget=deadline_s * AGENT_SHARE)
     if results is None:
-        gpus = GpuSource(nvml.open_library, NVML_CALL_TIMEOUT, init_timeout=min(10.0, deadline_s / 3))
-        here = check_env(s, s.context, cfg, the_job=the_job, state=state, gpus=gpus, run_cmd=run_cmd or LocalRunner(),
-                         libraries=libraries(planned))
+        source = (gpus or _own_gpus)(deadline_s)
+        here = check_env(s, s.context, cfg, the_job=the_job, state=state, gpus=source,
+                         run_cmd=run_cmd or LocalRunner(), libraries=libraries(planned))
         try:
-            results = runner.run(planned, here, deadline, clock)
+            results = tuple(runner.resolve(v) for v in runner.run_verdicts(planned, here, deadline, clock, known=known))
         finally:
-            gpus.close()
+            source.close()
     enabled = frozenset(c.name for c in all_checks if cfg.settings(c.name).enabled)
     action = actions.act(s.context, results, node=s.node, slurm=slurm if s.act else None, state=state,
                          clean_runs_to_undrain=cfg.clean_runs_to_undrain, enabled=enabled)
@@ -198,6 +202,11 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
         except OSError as exc:  # metrics are a convenience: never fail a prolog for them
             log.warning("metrics not written: dir=%s error=%s", s.metrics_dir, exc)
     return Report(s.context, s.node, the_job.job_id, results, action, duration)
+
+
+def _own_gpus(deadline_s: float) -> GpuSource:
+    """A session of this run's own, opened on first use."""
+    return GpuSource(nvml.open_library, NVML_CALL_TIMEOUT, init_timeout=min(10.0, deadline_s / 3))
 
 
 def _print(report: Report, as_json: bool) -> None:
@@ -219,6 +228,11 @@ class _LazySlurm:
         return getattr(CliSlurmClient(), name)
 
 
+def lazy_slurm() -> SlurmClient:
+    """The scontrol client, imported on its first call."""
+    return cast("SlurmClient", _LazySlurm())
+
+
 def _slurm() -> SlurmClient:
     return cast("SlurmClient", _LazySlurm())
 
@@ -234,22 +248,37 @@ def _agent(env: Mapping[str, str]) -> AgentClient | None:
     return Client(Path(path))
 
 
+HOOK_NAMES = {Context.PROLOG: "prolog", Context.EPILOG: "epilog", Context.PERIODIC: "healthcheck"}
+
+
+def run_hook(context: Context, env: Mapping[str, str], *, slurm: SlurmClient, err: TextIO,
+             agent: AgentClient | None = None, **run: Any) -> tuple[int, Report]:
+    """One Prolog, Epilog or HealthCheckProgram run: the scratch tidy (epilog, healthcheck), the
+    checks and their actions; findings go to ``err``. ``run``: ``execute``'s keywords (the health
+    agent's held session). Returns (exit code, report). Raises BadInput (the caller's exit 2)."""
+    s = settings_from(env, context, act=True)
+    if context is not Context.PROLOG:
+        _tidy_scratch(env, job=context is Context.EPILOG, err=err)
+    report = execute(s, env, slurm=slurm, agent=agent, **run)
+    for r in report.results:
+        if r.status in {Status.FAIL, Status.WARN}:
+            print(f"slurmpod {context.value}: {r.status.value}: {r.check}: {r.reason}", file=err)
+    return report.exit_code, report
+
+
 def _hook(context: Context, env: Mapping[str, str]) -> int:
     """What Slurm runs: no arguments, the SLURM_* environment, findings on stderr (slurmd logs it).
     The results come from the health agent when it answers in time, else from the checks run here.
     Ref: https://slurm.schedmd.com/prolog_epilog.html"""
-    report = execute(settings_from(env, context, act=True), env, slurm=_slurm(), agent=_agent(env))
-    for r in report.results:
-        if r.status in {Status.FAIL, Status.WARN}:
-            print(f"slurmpod {context.value}: {r.status.value}: {r.check}: {r.reason}", file=sys.stderr)
-    return report.exit_code
+    code, _ = run_hook(context, env, slurm=_slurm(), err=sys.stderr, agent=_agent(env))
+    return code
 
 
 def prolog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return _hook(Context.PROLOG, env)
 
 
-def _tidy_scratch(env: Mapping[str, str], *, job: bool, path: str = wk.TASK_ENV_FILE) -> None:
+def _tidy_scratch(env: Mapping[str, str], *, job: bool, err: TextIO, path: str = wk.TASK_ENV_FILE) -> None:
     """The job's scratch dir (made by its task prolog) goes with the job: the Epilog runs once per node
     after all its steps. The Epilog only moves it to the trash; a sweeper started here empties the trash
     (the periodic run starts one for what earlier sweepers left). Nothing here counts against the node:
@@ -264,19 +293,17 @@ def _tidy_scratch(env: Mapping[str, str], *, job: bool, path: str = wk.TASK_ENV_
             scratch.start_sweeper(settings.scratch_base)
     except Exception as exc:  # whatever it is, never the hook's failure: a failed Epilog drains the node
         if not (isinstance(exc, FileNotFoundError) and exc.filename == path):  # no file: no task environment
-            print(f"slurmpod {'epilog' if job else 'healthcheck'}: scratch: {exc}", file=sys.stderr)
+            print(f"slurmpod {'epilog' if job else 'healthcheck'}: scratch: {exc}", file=err)
         return
     if moved:
         log.info("scratch removed: path=%s trash=%s owner=%d", moved.path, moved.trashed, moved.owner)
 
 
 def epilog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    _tidy_scratch(env, job=True)
     return _hook(Context.EPILOG, env)
 
 
 def healthcheck(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    _tidy_scratch(env, job=False)
     return _hook(Context.PERIODIC, env)
 
 

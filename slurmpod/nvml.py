@@ -131,6 +131,11 @@ class Nvml:
         self._hung: str | None = None
 
     @property
+    def hung(self) -> str | None:
+        """The call that did not return in time, after which this session makes no call; None."""
+        return self._hung
+
+    @property
     def module(self) -> ModuleType:
         """pynvml itself, for its constants and structures."""
         return self._nv

@@ -10,6 +10,17 @@
   config, job opt-outs and recheck): a periodic request reuses verdicts at most ``max_age_s`` old and
   runs the rest; a prolog or epilog request runs its checks now, for its job. One run at a time (the
   checks share the state dir); a request that cannot start one within its deadline is refused.
+- A hook request runs the whole hook here (hooks.run_hook: scratch tidy, checks, drain or undrain,
+  metrics) with the client's SLURM* environment over the agent's own, and answers its exit code and
+  stderr: the thin client (images/files/slurmpod_hook.c) costs a job no Python start. It has the
+  whole of what the client waits, less a margin, and otherwise the hook's own deadline.
+- One XID event set is registered at start and drained by every run, so an XID raised between jobs
+  reaches the next run (a set made per run sees only those raised while it runs). The jobs a prolog
+  was run for, until their epilog, say which job an XID on their GPUs happened under.
+- A session in which an NVML call hung makes no further call (slurmpod.nvml), and only a new process
+  can open NVML again: once the run that met the hang has answered, the agent exits and supervisord
+  starts it afresh (the hooks run the checks themselves meanwhile). One whose nvmlInit hung stays up,
+  answering that NVML hangs, and exits to try again after HUNG_RETRY_S.
 - A check that does not return within its timeout (a call stuck in the driver) is "unknown"; its
   thread is abandoned, the run goes on, and the socket keeps answering. The hook decides what an unknown
   means, as it decides everything else (runner.resolve, actions.act).
@@ -19,34 +30,41 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from slurmpod import nvml
 from slurmpod import well_known as wk
 from slurmpod.commands import LocalRunner, Runner
 from slurmpod.errors import BadInput
-from slurmpod.prolog_epilog import actions, config, registry, runner
+from slurmpod.prolog_epilog import actions, config, job, registry, runner
+from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog import main as hooks
-from slurmpod.prolog_epilog.agent import server
-from slurmpod.prolog_epilog.agent.protocol import Aged, Answer, Refusal, Request
+from slurmpod.prolog_epilog.agent import protocol, server
+from slurmpod.prolog_epilog.agent.protocol import Aged, Answer, HookAnswer, HookRequest, Refusal, Request
 from slurmpod.prolog_epilog.agent.state import Latest, Observed
 from slurmpod.prolog_epilog.check import Check, GpuSource
 from slurmpod.prolog_epilog.cudalib import GpuLibraries
 from slurmpod.prolog_epilog.job import JobInfo
+from slurmpod.prolog_epilog.main import HOOK_NAMES
 from slurmpod.prolog_epilog.result import Context, Verdict, skipped
 from slurmpod.prolog_epilog.state import StateDir
 from slurmpod.timing import Clock, Deadline, SystemClock
 
 if TYPE_CHECKING:
     import ctypes
+
+    from slurmpod.slurm import SlurmClient
 
 log = logging.getLogger(__name__)
 # Well inside Slurm's HealthCheckInterval (300 s by default): a healthcheck is answered from verdicts at
@@ -55,6 +73,11 @@ INTERVAL_S = 60.0
 MAX_AGE_S = 120.0
 NVML_INIT_TIMEOUT = 10.0  # nvmlInit on 8 GPUs with persistence mode off takes a few seconds
 START_MARGIN_S = 0.05  # a run is not started with less than this left of the request's deadline
+ANSWER_MARGIN_S = 0.2  # kept back from a hook request's deadline to write the answer
+HUNG_RETRY_S = 60.0  # an agent whose nvmlInit hung exits after this, for a new process to try again
+EXIT_GRACE_S = 0.5  # after a hang, time for the answers in flight to be written before the agent exits
+EXIT_NVML_HUNG = 3
+MAX_TRACKED_JOBS = 4096  # jobs between prolog and epilog that are remembered (a missed epilog ages out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +106,12 @@ class Agent:
         self._stack = ExitStack()
         self._nv: nvml.Nvml | Exception = nvml.NvmlError("nvmlInit", -1, "not opened yet")
         self._run_lock = threading.Lock()
+        self._watch: rd.XidWatch | None = None
+        self._jobs: dict[int, tuple[int, ...]] = {}  # job id -> its GPUs, from its prolog to its epilog
+        self._env: dict[str, str] = {}
+        self._slurm: SlurmClient | None = None
         self.latest = Latest()
+        self.restart_needed = threading.Event()  # set once NVML hung in this process
 
     # --- NVML, held for the agent's lifetime ---
     def open(self) -> None:
@@ -95,14 +123,87 @@ class Agent:
         except (nvml.NvmlAbsent, nvml.NvmlHung, nvml.NvmlError) as exc:
             self._nv = exc
             log.warning("NVML not open: %s", exc)
+            return
+        nv = self._nv
+        try:
+            watch = rd.watch_xids(nv, rd.devices(nv))
+        except (nvml.NvmlHung, nvml.NvmlError) as exc:  # each run then registers a set of its own
+            log.warning("no XID event set: %s", exc)
+            return
+        self._watch = watch
+        self._stack.callback(rd.unwatch_xids, nv, watch)
 
     def close(self) -> None:
         self._stack.close()
 
+    def use_environment(self, env: Mapping[str, str], slurm: SlurmClient | None = None) -> None:
+        """The pod's environment, under each hook request's own (which names only SLURM* variables),
+        and the Slurm client the hooks' actions use (scontrol; None: the hooks' own lazy one)."""
+        self._env = {k: v for k, v in env.items() if not protocol.is_hook_variable(k)}
+        self._slurm = slurm
+
     def _gpus(self) -> GpuSource:
         if isinstance(self._nv, nvml.NvmlError):  # not absent, not hung: worth another try
             self.open()
-        return GpuSource.held(self._nv)
+        return GpuSource.held(self._nv, xid_watch=self._watch, jobs_on_gpus=self.jobs_on_gpus())
+
+    # --- the jobs between their prolog and their epilog ---
+    def jobs_on_gpus(self) -> dict[int, int]:
+        return {g: job_id for job_id, gpus in self._jobs.items() for g in gpus}
+
+    def _track(self, context: Context, the_job: JobInfo, exit_code: int) -> None:
+        if the_job.job_id is None:
+            return
+        if context is Context.PROLOG and exit_code == 0:
+            self._jobs[the_job.job_id] = the_job.gpus
+            while len(self._jobs) > MAX_TRACKED_JOBS:
+                self._jobs.pop(next(iter(self._jobs)))
+        elif context in (Context.PROLOG, Context.EPILOG):
+            self._jobs.pop(the_job.job_id, None)
+
+    # --- whole hooks, for the thin client ---
+    def hook(self, request: HookRequest, deadline: Deadline) -> HookAnswer | Refusal:
+        """Run the hook as ``slurmpod prolog|epilog|healthcheck`` would, with this session."""
+        name = HOOK_NAMES[request.context]
+        if not self._run_lock.acquire(timeout=max(0.0, deadline.left() - START_MARGIN_S)):
+            return Refusal("busy: another run holds the checks")
+        err = io.StringIO()
+        started = self._clock.monotonic()
+        try:
+            env = MappingProxyType({**self._env, **request.env})
+            the_job = JobInfo()
+            try:
+                the_job = job.from_env(env)
+                code, _ = hooks.run_hook(request.context, env, slurm=self._slurm_client(), err=err,
+                                         gpus=lambda _deadline: self._gpus(), checks=self._checks,
+                                         run_cmd=self._run_cmd, libraries=self._libraries,
+                                         deadline_cap=max(0.1, deadline.left() - ANSWER_MARGIN_S))
+            except BadInput as exc:  # what the Python hook exits 2 with
+                print(f"slurmpod {name}: bad input: {exc}", file=err)
+                code = 2
+            self._track(request.context, the_job, code)
+        finally:
+            self._run_lock.release()
+            self._note_hang()
+        log.info("hook=%s job=%s exit=%d duration=%.3f", name, the_job.job_id, code, self._clock.monotonic() - started)
+        return HookAnswer(code, err.getvalue())
+
+    def _note_hang(self) -> None:
+        if isinstance(self._nv, nvml.Nvml) and self._nv.hung is not None and not self.restart_needed.is_set():
+            log.error("NVML hung in %s: the agent exits so that a new process opens NVML afresh", self._nv.hung)
+            self.restart_needed.set()
+
+    def init_hung(self) -> bool:
+        return isinstance(self._nv, nvml.NvmlHung)
+
+    def _slurm_client(self) -> SlurmClient:
+        return self._slurm if self._slurm is not None else hooks.lazy_slurm()
+
+    def handle(self, request: Request | HookRequest, deadline: Deadline) -> Answer | HookAnswer | Refusal:
+        """What the socket serves: hook requests and check-run requests."""
+        if isinstance(request, HookRequest):
+            return self.hook(request, deadline)
+        return self.answer(request, deadline)
 
     # --- runs ---
     def run(self, request: Request, deadline: Deadline, *, reuse: bool) -> Answer | Refusal:
@@ -139,6 +240,7 @@ class Agent:
                                                known={n: o.verdict for n, o in fresh.items()})
         finally:
             self._run_lock.release()
+            self._note_hang()
         if periodic:
             self.latest.record((v for v in verdicts if v.check in ran), self._clock.monotonic())
         return self._answer(request, verdicts, fresh, ran)
@@ -180,16 +282,31 @@ def _compose(planned: tuple[runner.Planned, ...], fresh: Mapping[str, Observed])
                  for p in planned)
 
 
+def _exit_on_hang(agent: Agent, stop: threading.Event, retry_s: float = HUNG_RETRY_S) -> None:
+    """Exit the process (os._exit: a thread stuck in the driver cannot be joined) once NVML hung in it,
+    after the answers in flight had EXIT_GRACE_S; or after ``retry_s`` when its nvmlInit hung."""
+    hung_at_init = agent.init_hung()
+    if agent.restart_needed.wait(retry_s if hung_at_init else None) or hung_at_init:
+        if stop.is_set():
+            return
+        time.sleep(EXIT_GRACE_S)
+        log.error("health agent exiting: NVML hung; supervisord starts a new one")
+        logging.shutdown()
+        os._exit(EXIT_NVML_HUNG)
+
+
 def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     s = hooks.settings_from(env, Context.PERIODIC, act=False, config_path=args.config, state_dir=args.state_dir,
                            metrics_dir="")
     settings = AgentSettings(socket=Path(args.socket), interval_s=float(args.interval), max_age_s=float(args.max_age),
                              allowed_uids=server.DEFAULT_ALLOWED_UIDS | {os.geteuid()})
     agent = Agent(s, settings)
+    # The hooks it runs read their settings from the environment: the options given win, as for checks.
+    agent.use_environment({**env, wk.ENV_HEALTH_CONFIG: str(s.config_path), wk.ENV_HEALTH_STATE_DIR: str(s.state_dir)})
     agent.open()  # before the socket exists: until then the hooks find none and run the checks themselves
     stop = threading.Event()
     sock = server.bind(settings.socket, settings.socket_gid)
-    srv = server.Server(sock, agent.answer, settings.allowed_uids, SystemClock())
+    srv = server.Server(sock, agent.handle, settings.allowed_uids, SystemClock())
 
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
@@ -199,6 +316,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     signal.signal(signal.SIGINT, on_signal)
     scheduled = threading.Thread(target=agent.schedule, args=(stop,), name="agent-schedule", daemon=True)
     scheduled.start()
+    threading.Thread(target=_exit_on_hang, args=(agent, stop), name="agent-hang-watch", daemon=True).start()
     log.info("health agent listening: socket=%s interval=%gs", settings.socket, settings.interval_s)
     try:
         srv.serve_forever()

@@ -8,6 +8,19 @@
               "values", "age_s"}  (a result as `check run --json` prints it, and its age)
              {"check", "status": "unknown", "timeout_s", "duration_s", "age_s"}  (no verdict in time)
 
+A hook (the thin client that Prolog=, Epilog= and HealthCheckProgram= name) asks the agent to run
+the whole hook, actions included, with the SLURM* environment slurmd gave it:
+
+    request  {"v": 1, "hook": "prolog"|"epilog"|"healthcheck", "deadline_s": 10.0,
+              "env": {"SLURM_JOB_ID": "12", ...}}
+    answer   {"v":1,"ok":true,"exit":0,"stderr_len":N}  then N bytes: what the hook writes to stderr
+             {"v": 1, "ok": false, "error": "..."}  (the client then runs the Python hook itself)
+
+The hook answer's first line is written with its keys in exactly that order and no spaces, so a client
+in C reads it with one sscanf. ``env`` names only SLURM_*, SLURMD_* and CUDA_VISIBLE_DEVICES: the rest of
+a hook's environment is the pod's (SLURMPOD_* settings too), which the agent has, so a client cannot
+point it elsewhere.
+
 Both ends parse strictly: a line over its limit, bytes that are not UTF-8, JSON that is not one object,
 NaN or Infinity, a duplicate or unknown key, a missing key, a wrong type or a value out of range is
 refused with a ``ProtocolError`` naming the field. A peer that sends anything else is not understood.
@@ -29,7 +42,13 @@ from slurmpod.prolog_epilog.job import JobInfo
 from slurmpod.prolog_epilog.result import CheckResult, Context, Gpu, Remediation, Status, Unknown, Verdict
 
 VERSION = 1
-MAX_REQUEST_BYTES = 4096  # a request is a few hundred bytes
+MAX_REQUEST_BYTES = 65536  # a check request is a few hundred bytes; a hook's environment a few KiB
+MAX_ENV = 512  # variables in a hook request (slurmd sets about 40)
+MAX_ENV_VALUE = 16384
+MAX_STDERR = 65536  # bytes of a hook's findings
+# The variables a hook request may carry. Ref: https://slurm.schedmd.com/prolog_epilog.html
+_ENV_NAME = re.compile(r"(SLURM_|SLURMD_)[A-Z0-9_]+|CUDA_VISIBLE_DEVICES")
+HOOKS = {"prolog": Context.PROLOG, "epilog": Context.EPILOG, "healthcheck": Context.PERIODIC}
 MAX_ANSWER_BYTES = 1 << 20  # ~20 verdicts of a few hundred bytes each; room for long reasons
 MAX_DEADLINE_S = 300.0  # no hook runs that long (PrologEpilogTimeout defaults to 60 s)
 # Slurm's job ids are uint32_t. Ref: https://slurm.schedmd.com/job_array.html (and slurm.h job_id)
@@ -80,6 +99,21 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class HookRequest:
+    """Run this hook, actions included, with this environment (over the agent's own)."""
+
+    context: Context
+    env: Mapping[str, str]
+    deadline_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class HookAnswer:
+    exit_code: int
+    stderr: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Refusal:
     """The agent could not answer (busy, bad request); the hook runs the checks itself."""
 
@@ -100,6 +134,22 @@ def encode_request(r: Request) -> bytes:
         "v": VERSION, "context": r.context.value, "recheck": r.recheck, "deadline_s": r.deadline_s,
         "job": {"id": r.job.job_id, "gpus": list(r.job.gpus), "skip": sorted(r.job.skip)},
     }, MAX_REQUEST_BYTES, "request")
+
+
+def is_hook_variable(name: str) -> bool:
+    """Whether a hook request carries this variable (the rest of a hook's environment is the pod's)."""
+    return _ENV_NAME.fullmatch(name) is not None
+
+
+def encode_hook_request(r: HookRequest) -> bytes:
+    hook = next(name for name, c in HOOKS.items() if c is r.context)
+    return _line({"v": VERSION, "hook": hook, "deadline_s": r.deadline_s, "env": dict(r.env)},
+                 MAX_REQUEST_BYTES, "request")
+
+
+def encode_hook_answer(a: HookAnswer) -> bytes:
+    body = a.stderr.encode("utf-8", "replace")[:MAX_STDERR]
+    return f'{{"v":{VERSION},"ok":true,"exit":{a.exit_code:d},"stderr_len":{len(body)}}}\n'.encode() + body
 
 
 def _verdict_doc(a: Aged) -> dict[str, object]:
@@ -204,8 +254,47 @@ def _version(doc: Mapping[str, Any]) -> None:
     _int(doc["v"], "v", VERSION, VERSION)
 
 
-def decode_request(line: bytes) -> Request:
+def decode_hook_answer(data: bytes) -> HookAnswer | Refusal:
+    """What a client reads: the first line, then its stderr_len bytes."""
+    head, sep, body = data.partition(b"\n")
+    doc = _document(head + sep, 256 if b'"ok":true' in head else MAX_ANSWER_BYTES, "answer")
+    if doc.get("ok") is False:
+        _keys(doc, "", {"v", "ok", "error"})
+        _version(doc)
+        return Refusal(_str(doc["error"], "error", MAX_REASON))
+    _keys(doc, "", {"v", "ok", "exit", "stderr_len"})
+    _version(doc)
+    if doc["ok"] is not True:
+        raise _refuse("ok", doc["ok"], "must be true or false")
+    code = _int(doc["exit"], "exit", 0, 255)
+    size = _int(doc["stderr_len"], "stderr_len", 0, MAX_STDERR)
+    if len(body) != size:
+        raise _refuse("stderr_len", size, f"{len(body)} bytes follow")
+    return HookAnswer(code, body.decode("utf-8", "replace"))
+
+
+def _decode_hook_request(doc: Mapping[str, Any]) -> HookRequest:
+    _keys(doc, "", {"v", "hook", "deadline_s", "env"})
+    _version(doc)
+    context = _enum(doc["hook"], "hook", HOOKS.__getitem__, sorted(HOOKS))
+    deadline = _number(doc["deadline_s"], "deadline_s", 0.0, MAX_DEADLINE_S, lo_open=True)
+    env = doc["env"]
+    if not isinstance(env, dict):
+        raise _refuse("env", env, "must be an object")
+    if len(env) > MAX_ENV:
+        raise _refuse("env", f"{len(env)} entries", f"more than {MAX_ENV} entries")
+    for name, value in env.items():
+        _str(name, "env", 64, _ENV_NAME)
+        _str(value, f"env.{name}", MAX_ENV_VALUE)
+        if "\x00" in value:
+            raise _refuse(f"env.{name}", value, "holds a NUL, which no environment can")
+    return HookRequest(context, dict(env), deadline)
+
+
+def decode_request(line: bytes) -> Request | HookRequest:
     doc = _document(line, MAX_REQUEST_BYTES, "request")
+    if "hook" in doc:
+        return _decode_hook_request(doc)
     _keys(doc, "", {"v", "context", "job", "recheck", "deadline_s"})
     _version(doc)
     context = _enum(doc["context"], "context", Context, [c.value for c in Context])

@@ -24,7 +24,7 @@ from pathlib import Path
 from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError
 from slurmpod.prolog_epilog.agent import protocol
-from slurmpod.prolog_epilog.agent.protocol import Answer, Refusal, Request
+from slurmpod.prolog_epilog.agent.protocol import Answer, HookAnswer, HookRequest, Refusal, Request
 from slurmpod.timing import Clock, Deadline
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ WRITE_FLOOR = 0.2  # seconds a late answer still gets to be written (the client 
 # https://slurm.schedmd.com/prolog_epilog.html) and SlurmUser.
 DEFAULT_ALLOWED_UIDS = frozenset({0, wk.SLURM_UID})
 
-Handler = Callable[[Request, Deadline], Answer | Refusal]
+Handler = Callable[[Request | HookRequest, Deadline], Answer | HookAnswer | Refusal]
 
 
 class PeerRefused(PermanentError):
@@ -108,7 +108,8 @@ def serve_connection(conn: socket.socket, handler: Handler, allowed: frozenset[i
     except Exception as exc:  # a bug in the agent is a refusal: the hook runs the checks itself
         log.exception("handler failed: context=%s", request.context.value)
         answer = Refusal(f"agent error: {type(exc).__name__}: {exc}")
-    _send(conn, protocol.encode_answer(answer), max(WRITE_FLOOR, deadline.left()))
+    data = protocol.encode_hook_answer(answer) if isinstance(answer, HookAnswer) else protocol.encode_answer(answer)
+    _send(conn, data, max(WRITE_FLOOR, deadline.left()))
 
 
 def _send(conn: socket.socket, data: bytes, timeout: float) -> None:

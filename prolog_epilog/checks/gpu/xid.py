@@ -3,7 +3,8 @@
 The kernel log (/dev/kmsg, where readable) holds every XID the driver raised, so the run keeps a
 cursor (the last record's sequence number) in the state dir and reads only what is new; a new container's
 first run reads only what was logged since the pod started. In the epilog,
-XIDs on the job's GPUs are attributed to the job in the reason.
+XIDs on the job's GPUs are attributed to the job in the reason; in the health agent, which keeps one event
+set registered for the pod's lifetime and knows which job runs on which GPU, in every context.
 Ref: https://docs.nvidia.com/deploy/xid-errors/index.html (driver log line "NVRM: Xid (PCI:...): N, ...")
 
 A fatal XID is an event, seen once: later runs find nothing new, yet the GPU stays broken until it is
@@ -106,8 +107,9 @@ def container_start_usec(path: Path = INIT_STAT) -> int:
 
 
 def judge(events: Sequence[tuple[int, int]], devs: Sequence[rd.Device], job: JobInfo,
-          context: Context) -> CheckResult:
-    """events: (gpu index or -1 when unknown, xid)."""
+          context: Context, running: Mapping[int, int] | None = None) -> CheckResult:
+    """events: (gpu index or -1 when unknown, xid); running: GPU index -> the job running on it (what the
+    health agent knows between a job's prolog and its epilog)."""
     values = tuple(sorted((f"xid_{code}", float(n)) for code, n in Counter(x for _, x in events).items()))
     if not events:
         return CheckResult(NAME, Status.OK, "no XID", values=values)
@@ -123,6 +125,10 @@ def judge(events: Sequence[tuple[int, int]], devs: Sequence[rd.Device], job: Job
             text += f"; during job {job.job_id} on its GPU(s) {','.join(map(str, mine))}"
         elif not job.gpus:  # no GPU list in this epilog's environment: the job is all we know
             text += f"; during job {job.job_id}"
+    elif running:
+        held = sorted({(running[g], g) for g, _ in chosen if g in running})
+        if held:
+            text += "; during " + ", ".join(f"job {j} on its GPU {g}" for j, g in held)
     if fatal:
         worst = max((x.remediation for _, x in fatal), key=list(Remediation).index)
         return CheckResult(NAME, Status.FAIL, text, worst, gpus=gpus, values=values)
@@ -161,7 +167,10 @@ def run(env: CheckEnv) -> CheckResult:
         return got
     nv, devs = got
     try:
-        events = list(rd.xid_events(nv, devs))
+        # The agent's set has held every XID since the pod started; a set of this run's own sees only
+        # those raised while it runs (the kernel log has the rest).
+        watch = env.gpus.xid_watch
+        events = list(rd.drain_xids(nv, watch) if watch is not None else rd.xid_events(nv, devs))
         bus = {_bus(nv, d): d.index for d in devs}
     except NvmlHung as exc:
         return CheckResult(NAME, Status.FAIL, f"NVML hung: {exc}", Remediation.RESTART_POD)
@@ -177,7 +186,8 @@ def run(env: CheckEnv) -> CheckResult:
     for g, x in events:
         totals[f"{g}:{x}"] += 1
     fatal = [(g, x) for g, x in events if xid_catalog.classify(x).severity is xid_catalog.Severity.FATAL]
-    result, latched = latch(judge(events, devs, env.job, env.context), fatal, state.get(LATCHED, {}), boot_id())
+    judged = judge(events, devs, env.job, env.context, env.gpus.jobs_on_gpus)
+    result, latched = latch(judged, fatal, state.get(LATCHED, {}), boot_id())
     env.state.write(STATE_KEY, {"kmsg_seq": last, "totals": dict(totals), LATCHED: latched})
     return result
 

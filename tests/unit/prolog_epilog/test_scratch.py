@@ -61,7 +61,7 @@ def _eventually(what: Callable[[], bool], timeout: float = 120.0) -> bool:
 
 def _epilog(tmp_path: Path, base: Path, job_id: str) -> float:
     start = time.monotonic()
-    main._tidy_scratch({wk.ENV_SLURM_JOB_ID: job_id}, job=True, path=_task_env_file(tmp_path, base))
+    main._tidy_scratch({wk.ENV_SLURM_JOB_ID: job_id}, job=True, err=sys.stderr, path=_task_env_file(tmp_path, base))
     return time.monotonic() - start
 
 
@@ -167,7 +167,7 @@ def test_a_sweeper_refuses_a_trash_that_is_not_roots_own(base: Path) -> None:
 def test_the_periodic_run_sweeps_what_earlier_sweepers_left(tmp_path: Path, base: Path) -> None:
     trash = Path(scratch.trash_dir(str(base)))
     _files(trash / "job-3-left", 50)
-    main._tidy_scratch({}, job=False, path=_task_env_file(tmp_path, base))
+    main._tidy_scratch({}, job=False, err=sys.stderr, path=_task_env_file(tmp_path, base))
     assert _eventually(_trash_empty(base))
 
 

@@ -1,21 +1,24 @@
 """`slurmpod daemon health-agent` over the fake libnvidia-ml (tests/fakes/nvml), in a process of its own:
 an NVML call that never returns makes its check "unknown" within the check's timeout, the answer comes
-within the request's deadline, and the socket goes on answering."""
+within the request's deadline, and the agent then exits to open NVML afresh in a new process; an XID
+raised between jobs reaches the agent's lifetime event set."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from fakes.gpu_libs import build, write_state
+from fakes.gpu_libs import build, raise_xid, write_state
 
+from slurmpod.prolog_epilog.agent import daemon, protocol
 from slurmpod.prolog_epilog.agent.client import Client
-from slurmpod.prolog_epilog.agent.protocol import Answer, Request
+from slurmpod.prolog_epilog.agent.protocol import Answer, HookAnswer, HookRequest, Request
 from slurmpod.prolog_epilog.job import JobInfo
 from slurmpod.prolog_epilog.result import CheckResult, Context, Status, Unknown
 
@@ -83,6 +86,12 @@ def test_a_hung_nvml_call_is_unknown_within_the_deadline(libs: Path, tmp_path: P
         count = prolog["gpu-count"]
         assert isinstance(count, CheckResult) and count.status is Status.FAIL
         assert count.reason.startswith("NVML hung")
+        # Only a new process can open NVML again: having answered, the agent exits for supervisord to
+        # start it afresh, and a hook asking meanwhile gets no answer (it runs the checks itself).
+        out = proc.communicate(timeout=daemon.EXIT_GRACE_S + 10)[0]
+        assert proc.returncode == daemon.EXIT_NVML_HUNG, out[-3000:]
+        assert "the agent exits so that a new process opens NVML afresh" in out, out[-3000:]
+        assert Client(sock).ask(Request(Context.PROLOG, JobInfo(5)), 2.0) is None
     finally:
         if proc.poll() is None:
             _stop(proc, sock)
@@ -98,3 +107,54 @@ def test_a_healthy_node_is_answered_from_the_held_session(libs: Path, tmp_path: 
     finally:
         out = _stop(proc, sock)
     assert out.count("NVML open") == 1  # one session for every run
+
+
+def _hook(sock: Path, hook: str, env: dict[str, str], wait: float = 10.0) -> HookAnswer:
+    """One hook request, as the thin client sends it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(wait)
+        s.connect(str(sock))
+        s.sendall(protocol.encode_hook_request(HookRequest(protocol.HOOKS[hook], env, wait)))
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    answer = protocol.decode_hook_answer(data)
+    assert isinstance(answer, HookAnswer), answer
+    return answer
+
+
+def test_an_xid_raised_between_jobs_fails_the_next_prolog_through_the_agent_and_not_without_it(
+        libs: Path, tmp_path: Path) -> None:
+    """The driver gives an XID only to the event sets registered when it is raised (the fake does the
+    same). Raised between two jobs, and never written to the kernel log here, it reaches the agent's
+    set, held since the pod started, and the next prolog fails on it; a prolog that registers its own
+    set afterwards, as the hook without the agent does, cannot see it."""
+    healthy = "gpus=2\nnvlinks=0\nname=NVIDIA H100 80GB HBM3\n"
+    proc, sock = _start(libs, tmp_path, healthy)
+    try:
+        job = {"SLURM_JOB_ID": "11", "SLURMD_NODENAME": "gpu-0", "SLURM_JOB_GPUS": "0,1"}
+        first = _hook(sock, "prolog", job)
+        assert (first.exit_code, first.stderr) == (0, "")
+        assert _hook(sock, "epilog", job).exit_code == 0
+        raise_xid(tmp_path / "state", None, 1, 79)  # between the jobs: NVML only
+        without = _python_prolog(libs, tmp_path, {**job, "SLURM_JOB_ID": "12"})
+        assert without.returncode == 0, without.stderr  # the per-run set came too late
+        second = _hook(sock, "prolog", {**job, "SLURM_JOB_ID": "12"})
+    finally:
+        _stop(proc, sock)
+    assert second.exit_code == 1
+    assert "slurmpod prolog: fail: xid: XID 79 (GPU has fallen off the bus) on GPU 1" in second.stderr
+
+
+def _python_prolog(libs: Path, tmp: Path, job: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`slurmpod-prolog` with the agent switched off, over the same GPUs, config and a state dir of its
+    own that has already read the kernel log (a worker whose earlier prologs ran)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "FAKE_NVML", "CUDA_"))}
+    env.update(LD_LIBRARY_PATH=str(libs), FAKE_NVML_STATE=str(tmp / "state"), SLURMPOD_AUTH="slurm",
+               SLURMPOD_HEALTH_AGENT_SOCKET="", SLURMPOD_HEALTH_CONFIG=str(tmp / "health.yaml"),
+               SLURMPOD_HEALTH_STATE_DIR=str(tmp / "sd-python"), SLURMPOD_HEALTH_METRICS_DIR="", **job)
+    (tmp / "sd-python").mkdir(exist_ok=True)
+    (tmp / "sd-python" / "xid.json").write_text('{"kmsg_seq": 0}', encoding="utf-8")
+    check = subprocess.run([str(Path(sys.executable).with_name("slurmpod")), "check", "run", "--context", "prolog",
+                            "--json"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    return check

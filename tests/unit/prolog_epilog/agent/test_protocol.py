@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from slurmpod.prolog_epilog.agent import protocol
-from slurmpod.prolog_epilog.agent.protocol import Aged, Answer, ProtocolError, Refusal, Request
+from slurmpod.prolog_epilog.agent.protocol import Aged, Answer, HookRequest, ProtocolError, Refusal, Request
 from slurmpod.prolog_epilog.job import JobInfo
 from slurmpod.prolog_epilog.result import CheckResult, Context, Gpu, Remediation, Status, Unknown
 
@@ -67,10 +67,10 @@ BAD_REQUESTS = [
     (b"\xff\xfe\n", "request", "not UTF-8"),
     (b"{nope\n", "request", "not JSON"),
     (b"[1, 2]\n", "request", "must be a JSON object"),
-    (b"[" * 3000 + b"]" * 3000 + b"\n", "request", "longer than 4096 bytes"),
+    (b"[" * 40000 + b"]" * 40000 + b"\n", "request", "longer than 65536 bytes"),
     (b'{"v": 1, "v": 1}\n', "request", "duplicate key"),
     (_line(GOOD).replace(b"9.5", b"NaN"), "request", "not JSON"),
-    (b" " * 5000 + b"\n", "request", "longer than 4096 bytes"),
+    (b" " * 70000 + b"\n", "request", "longer than 65536 bytes"),
     (_line({**GOOD, "extra": 1}), "extra", "unknown field"),
     (_line(_with("context", _DROP)), "context", "missing"),
     (_line(_with("v", 2)), "v", "between 1 and 1"),
@@ -143,5 +143,5 @@ def test_a_garbled_answer_is_refused_naming_the_field(line: bytes, field: str, w
 
 
 def test_an_oversized_request_is_refused_when_encoded() -> None:
-    with pytest.raises(ProtocolError, match="longer than 4096"):
-        protocol.encode_request(Request(Context.PROLOG, JobInfo(1, (), frozenset(f"c{i:060d}" for i in range(64)))))
+    with pytest.raises(ProtocolError, match="longer than 65536"):
+        protocol.encode_hook_request(HookRequest(Context.PROLOG, {f"SLURM_X{i}": "v" * 16000 for i in range(5)}))
