@@ -70,6 +70,7 @@ class StartInput:
     slurm_version: slurm_version.SlurmVersion | None = None  # controller, worker
     nodeset: str | None = None  # worker: SLURMPOD_NODESET
     task_env: task_env.Inputs | None = None  # worker
+    health_agent: bool = False  # worker: SLURMPOD_HEALTH_AGENT (true unless "false")
     accounting_host: str | None = None  # controller with accounting: slurmdbd's host
     db_host: str | None = None  # accounting: slurmdbd's StorageHost
     kube_api: access.Settings | None = None  # controller with the API topology source
@@ -126,6 +127,13 @@ def accounting_host(env: Mapping[str, str], spec: cluster_spec.ClusterSpec) -> s
     return _host_env(env, wk.ENV_ACCOUNTING_HOST, "the cluster spec enables accounting")
 
 
+def _health_agent(env: Mapping[str, str]) -> bool:
+    raw = env.get(wk.ENV_HEALTH_AGENT, "true")
+    if raw not in ("true", "false"):
+        raise BadInput.one(wk.ENV_HEALTH_AGENT, raw, "must be true or false")
+    return raw == "true"
+
+
 def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky.SlurmdArgs | None = None, *,
          with_auth: bool = True) -> StartInput:
     """Read and validate every input of pod start; BadInput names what is wrong.
@@ -151,7 +159,8 @@ def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky
                      operator)
     if kind.node:
         return dataclasses.replace(inp, slurm_version=slurm_version.detect(env),
-                                   nodeset=env.get(wk.ENV_NODESET) or None, task_env=task_env.Inputs.from_env(env))
+                                   nodeset=env.get(wk.ENV_NODESET) or None, task_env=task_env.Inputs.from_env(env),
+                                   health_agent=_health_agent(env))
     if spec is not None:
         from slurmpod.entrypoints import topology_sync  # noqa: PLC0415 - the controller's alone
 

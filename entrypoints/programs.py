@@ -173,6 +173,13 @@ def sshd() -> Program:
     return Program("sshd", _script("sshd", body), priority=30)
 
 
+def health_agent() -> Program:
+    """The worker's health agent (prolog_epilog/agent), restarted by supervisord whenever it exits; the
+    hooks run the checks themselves meanwhile. Before slurmd (priority 15 < 20)."""
+    body = [_cmd(["/usr/local/bin/slurmpod", "daemon", "health-agent"])]
+    return Program("health-agent", _script("health-agent", body, prefix=False), priority=15, restart="true")
+
+
 def slurmpod_task(name: str, args: Sequence[str], *, restart: Literal["true", "false", "unexpected"],
                   delay_s: int = 0) -> Program:
     """A slurmpod helper (node reaper, node reconciliation) run under supervisord.

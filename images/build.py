@@ -32,6 +32,7 @@ from .flavors import (
     ALL_IMAGES,
     BASE,
     DEFAULT_FLAVOR,
+    HOOK_BUILD_PACKAGES,
     MPI_BUILD_PACKAGES,
     MPI_STUBS,
     PLUGIN_BUILD_PACKAGES,
@@ -49,9 +50,11 @@ DOCKERFILES = HERE / "dockerfiles"
 FILES = HERE / "files"
 # The OpenMPI layer's script and what it installs (worker and login run the same layer).
 MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf")
+# The worker's hook programs and the script that builds them.
+HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh")
 # Files from images/files each image's context carries (besides its Dockerfile).
 CONTEXT_FILES: dict[str, tuple[str, ...]] = {
-    "worker": ("sshd_slurmpod.conf", *MPI_CONTEXT_FILES),
+    "worker": ("sshd_slurmpod.conf", *MPI_CONTEXT_FILES, *HOOK_CONTEXT_FILES),
     "login": ("sshd_slurmpod.conf", *MPI_CONTEXT_FILES),
 }
 MB = 1_000_000  # sizes are reported in MB as `docker images` does
@@ -159,6 +162,7 @@ def build_args(settings: BuildSettings, name: str, rootfs_ref: str) -> dict[str,
     args = {"BASE_IMAGE": settings.base_from(), "APT_PACKAGES": packages}
     if name == "worker":
         args["CONTRIB_SUITE"] = flavor.nvml_plugin_suite
+        args["HOOK_BUILD_PACKAGES"] = " ".join(HOOK_BUILD_PACKAGES)
     if flavor.mpi_packages(name):
         args["MPI_PACKAGES"] = " ".join(flavor.mpi_packages(name))
         args["MPI_STUBS"] = " ".join(MPI_STUBS)

@@ -147,6 +147,16 @@ def render(task_env: TaskEnv) -> str:
     return json.dumps(doc, sort_keys=True) + "\n"
 
 
+def render_for_script(task_env: TaskEnv) -> tuple[str, str | None]:
+    """(TASK_PROLOG_EXPORTS, TASK_PROLOG_SCRATCH or None): what images/files/slurmpod-task-prolog.sh
+    prints and where it makes the job's scratch dir, each line validated as ``lines`` validates it."""
+    exports = "".join(f"{line}\n" for line in lines(TaskEnv(task_env.exports, None), None))
+    if task_env.scratch_base is None:
+        return exports, None
+    base = check_dir("scratch_base", task_env.scratch_base)
+    return exports, f"{base} {'true' if task_env.scratch_tmpdir else 'false'}\n"
+
+
 def parse(text: str, source: str = wk.TASK_ENV_FILE) -> TaskEnv:
     """TASK_ENV_FILE back, validated again: a file edited by hand still cannot add a line."""
     try:

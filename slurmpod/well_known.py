@@ -264,6 +264,7 @@ HEALTH_CONFIG = "/etc/slurmpod/health.json"
 # ask it over this Unix socket, and run the checks themselves when it does not answer. Empty: not asked.
 ENV_HEALTH_AGENT_SOCKET = "SLURMPOD_HEALTH_AGENT_SOCKET"
 HEALTH_AGENT_SOCKET = f"{RUN_DIR}/health-agent.sock"
+ENV_HEALTH_AGENT = "SLURMPOD_HEALTH_AGENT"  # true (default) | false: whether the worker runs the agent
 HEALTH_STATE_DIR = "/var/lib/slurmpod/health"
 # Ref: https://github.com/prometheus/node_exporter#textfile-collector
 HEALTH_METRICS_DIR = "/var/lib/node_exporter/textfile_collector"
@@ -290,11 +291,15 @@ ANNOTATION_TOPOLOGY = LABEL_TOPOLOGY
 EXTRA_TOPOLOGY_KEY = LABEL_TOPOLOGY
 
 # --- Default node-health hooks (cluster spec defaults) ---
-# The console scripts of the slurmpod wheel in every image's venv; slurmd runs them by path, no args.
+# The worker image's thin client (images/files/slurmpod_hook.c), one program under three names: it asks
+# the health agent and, when the agent does not answer, runs the Python hook of the same name in
+# HOOK_FALLBACK_DIR (the slurmpod wheel's console scripts). slurmd runs them by path, no args.
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Prolog
-PROLOG_BIN = f"{VENV_DIR}/bin/slurmpod-prolog"
-EPILOG_BIN = f"{VENV_DIR}/bin/slurmpod-epilog"
-HEALTHCHECK_BIN = f"{VENV_DIR}/bin/slurmpod-healthcheck"
+HOOK_CLIENT_DIR = "/usr/local/sbin"
+HOOK_FALLBACK_DIR = f"{VENV_DIR}/bin"
+PROLOG_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-prolog"
+EPILOG_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-epilog"
+HEALTHCHECK_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-healthcheck"
 # Alloc: the prolog runs when the job is allocated, so a bad node fails it before any step starts;
 # NoHold: srun/salloc do not wait for the prolog in slurmctld (without it srun's step creation is refused
 # while the prolog runs and retried about once a second: +1 s per job start); slurmd holds the step
@@ -332,8 +337,13 @@ FAST_CRED_EXPIRE_S = SLURM_DEFAULT_MESSAGE_TIMEOUT_S + CRED_MARGIN_S
 
 # --- Task environment: slurm.conf TaskProlog, written by the worker's start ---
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog (runs as the job's user before each task)
-TASK_PROLOG_BIN = f"{VENV_DIR}/bin/slurmpod-task-prolog"
-TASK_ENV_FILE = "/etc/slurmpod/task-env.json"  # written at worker start; read by every task prolog
+# A POSIX sh script (images/files/slurmpod-task-prolog.sh): it prints TASK_PROLOG_EXPORTS and makes the
+# job's scratch dir under the base TASK_PROLOG_SCRATCH names, both written at worker start, so a task
+# pays no Python start. `slurmpod task-prolog` does the same from TASK_ENV_FILE.
+TASK_PROLOG_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-task-prolog"
+TASK_ENV_FILE = "/etc/slurmpod/task-env.json"  # written at worker start; read by `slurmpod task-prolog`
+TASK_PROLOG_EXPORTS = "/etc/slurmpod/task-prolog.exports"  # the `export NAME=value` lines
+TASK_PROLOG_SCRATCH = "/etc/slurmpod/task-prolog.scratch"  # "BASE true|false" (TMPDIR too); absent: none
 # Set by deploy/ on worker pods (values `taskEnv`): "auto" (default) is the pod's default-route interface,
 # "" exports none. Ref: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname
 ENV_NCCL_SOCKET_IFNAME = "SLURMPOD_NCCL_SOCKET_IFNAME"

@@ -41,8 +41,16 @@ def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
         routes = ""
     tenv = task_env.from_pod(inp.task_env, c.pod.node_name, routes, node.placement)
     files.append(OutFile(wk.TASK_ENV_FILE, task_env.render(tenv)))
+    exports, scratch_line = task_env.render_for_script(tenv)
+    files.append(OutFile(wk.TASK_PROLOG_EXPORTS, exports))
+    if scratch_line is not None:
+        files.append(OutFile(wk.TASK_PROLOG_SCRATCH, scratch_line))
     scratch = (OutDir(tenv.scratch_base, 0, 0, 0o1777),) if tenv.scratch_base else ()
+    # The health agent first (supervisord's priority order), so the hooks usually find it; until its
+    # socket is there they run the checks themselves.
+    agent = [programs.health_agent()] if inp.health_agent else []
     progs = [
+        *agent,
         programs.slurmd(c.auth, c.pod.controller, node_conf, node.extra),
         programs.sshd(),
         # One-shot, restarted by supervisord if it fails: it waits for the controller however long.

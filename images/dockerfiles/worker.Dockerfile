@@ -37,6 +37,13 @@ ARG MPI_BUILD_PACKAGES=
 COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf /tmp/slurmpod-mpi/
 RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
+# What slurm.conf's Prolog=, Epilog=, HealthCheckProgram= and TaskProlog= name on a worker: a small C
+# client of the health agent (falling back to slurmpod's Python hooks) and a POSIX sh task prolog, so a
+# job start pays no Python start. The compiler leaves in this same RUN.
+ARG HOOK_BUILD_PACKAGES
+COPY install-hooks.sh slurmpod_hook.c slurmpod-task-prolog.sh /tmp/slurmpod-hooks/
+RUN sh /tmp/slurmpod-hooks/install-hooks.sh
+
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.
 COPY sshd_slurmpod.conf /etc/ssh/sshd_config.d/slurmpod.conf
 # ssh sessions of job owners join their job on this node; users without a job here are refused, and so is

@@ -51,7 +51,7 @@ def test_worker_plan(tmp_path: Path) -> None:
         8192,
         4096,
     )
-    assert [prog.name for prog in p.programs] == ["munged", "slurmd", "sshd", "reconcile-node"]
+    assert [prog.name for prog in p.programs] == ["munged", "health-agent", "slurmd", "sshd", "reconcile-node"]
     assert [(k.key.source, k.dest, k.user) for k in p.keys] == [(str(pod.key), wk.MUNGE_KEY, "munge")]
     dirs = {d.path for d in p.dirs}
     assert {str(pod.run_dir / "bin"), "/run/munge", wk.SLURMD_SPOOL} <= dirs
@@ -100,6 +100,24 @@ def test_worker_writes_the_task_environment_and_a_sticky_scratch_base(tmp_path: 
     assert got.exports == (("NCCL_SOCKET_IFNAME", "net1"), ("NCCL_TOPO_FILE", "/etc/nccl/topo.xml"),
                            (wk.TASK_ENV_K8S_NODE, "k8s-node-7"))
     assert start.OutDir(wk.DEFAULT_SCRATCH_BASE, 0, 0, 0o1777) in p.dirs
+    # and what the shell task prolog prints, and where it makes the job's scratch dir
+    assert written[wk.TASK_PROLOG_EXPORTS] == ("export NCCL_SOCKET_IFNAME=net1\n"
+                                               "export NCCL_TOPO_FILE=/etc/nccl/topo.xml\n"
+                                               f"export {wk.TASK_ENV_K8S_NODE}=k8s-node-7\n")
+    assert written[wk.TASK_PROLOG_SCRATCH] == f"{wk.DEFAULT_SCRATCH_BASE} true\n"
+
+
+def test_a_worker_runs_the_health_agent_before_slurmd_unless_it_is_off(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+    on = {prog.name: prog for prog in _plan(pod, "worker").programs}
+    agent = on["health-agent"]
+    assert agent.priority < on["slurmd"].priority and agent.restart == "true"
+    assert agent.script.splitlines()[-1] == "exec /usr/local/bin/slurmpod daemon health-agent"
+    off = _plan(pod, "worker", SLURMPOD_HEALTH_AGENT="false")
+    assert "health-agent" not in [prog.name for prog in off.programs]
+    with pytest.raises(BadInput) as err:
+        _plan(pod, "worker", SLURMPOD_HEALTH_AGENT="yes")
+    assert [(pr.field, pr.value) for pr in err.value.problems] == [(wk.ENV_HEALTH_AGENT, "yes")]
 
 
 def test_worker_with_a_bad_task_environment_setting_exits_2(tmp_path: Path) -> None:
@@ -244,7 +262,8 @@ def _slurm_auth_pod(tmp_path: Path, role: str) -> podkit.Pod:
 def test_worker_plan_auth_slurm(tmp_path: Path) -> None:
     pod = _slurm_auth_pod(tmp_path, "worker")
     p = _plan(pod, "worker", SLURMPOD_AUTH="slurm")
-    assert [prog.name for prog in p.programs] == ["slurmd", "sshd", "reconcile-node"]  # no munged, no sackd
+    # no munged, no sackd
+    assert [prog.name for prog in p.programs] == ["health-agent", "slurmd", "sshd", "reconcile-node"]
     assert [(k.key.source, k.dest, k.user) for k in p.keys] == [(str(pod.slurm_key), wk.SLURM_KEY, "slurm")]
     assert not {d.path for d in p.dirs} & {"/run/munge", "/var/lib/munge", "/var/log/munge"}
     slurmd = next(prog for prog in p.programs if prog.name == "slurmd")

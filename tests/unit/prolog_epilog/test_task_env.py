@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import paths
 import pytest
 
 from slurmpod import well_known as wk
@@ -144,3 +145,84 @@ def test_the_program_imports_little_and_exports_nothing_without_the_file() -> No
     prog = Path(sys.executable).parent / "slurmpod-task-prolog"
     done = subprocess.run([str(prog)], capture_output=True, text=True, timeout=60, check=False)
     assert (done.returncode, done.stdout) == (0, "")
+
+
+# --- The task prolog the workers run: images/files/slurmpod-task-prolog.sh, over what the start rendered ---
+SCRIPT = paths.REPO / "images" / "files" / "slurmpod-task-prolog.sh"
+
+
+def _script(tmp_path: Path, base: Path | None, tmpdir: bool = True,
+            exports: tuple[tuple[str, str], ...] = (("NCCL_SOCKET_IFNAME", "eth0"),)) -> Path:
+    """The script with its two files moved under ``tmp_path``, written as the worker's start writes them."""
+    exported, scratch = task_env.render_for_script(TaskEnv(exports, None if base is None else str(base), tmpdir))
+    (tmp_path / "exports").write_text(exported, encoding="utf-8")
+    if scratch is not None:
+        (tmp_path / "scratch").write_text(scratch, encoding="utf-8")
+    text = SCRIPT.read_text(encoding="utf-8")
+    for name in (wk.TASK_PROLOG_EXPORTS, wk.TASK_PROLOG_SCRATCH):
+        assert text.count(f"={name}\n") == 1, name
+        text = text.replace(f"={name}\n", f"={tmp_path / Path(name).suffix.lstrip('.')}\n")
+    script = tmp_path / "task-prolog.sh"
+    script.write_text(text, encoding="utf-8")
+    return script
+
+
+def _task(script: Path, job_id: str | None) -> tuple[list[str], str]:
+    env = {"PATH": "/usr/bin:/bin"} | ({wk.ENV_SLURM_JOB_ID: job_id} if job_id is not None else {})
+    done = subprocess.run(["/bin/sh", str(script)], env=env, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines(), done.stderr
+
+
+def test_the_script_prints_what_the_python_task_prolog_prints(tmp_path: Path) -> None:
+    base = tmp_path / "jobs"
+    base.mkdir(mode=0o1777)
+    script = _script(tmp_path, base)
+    out, err = _task(script, "42")
+    python = task_env.run({wk.ENV_SLURM_JOB_ID: "42"}, str(_file(tmp_path, base)), os.getuid())
+    assert (out, err) == (python[0], "")
+    scratch = base / "job-42"
+    assert scratch.is_dir() and (scratch.stat().st_mode & 0o777) == 0o700
+    assert _task(script, "42") == (out, "")  # the job's next task finds it made and uses it
+
+
+def test_the_script_without_tmpdir_without_scratch_and_without_a_job_id(tmp_path: Path) -> None:
+    base = tmp_path / "jobs"
+    base.mkdir()
+    script = _script(tmp_path, base, tmpdir=False)
+    assert _task(script, "7")[0] == ["export NCCL_SOCKET_IFNAME=eth0", f"export {wk.TASK_ENV_SCRATCH}={base}/job-7"]
+    for hostile in ("7;rm -rf /", "$(id)", "", "12345678901", "../7", "7\nexport LD_PRELOAD=/x"):
+        assert _task(script, hostile)[0] == ["export NCCL_SOCKET_IFNAME=eth0"], hostile
+    assert _task(script, None)[0] == ["export NCCL_SOCKET_IFNAME=eth0"]
+    (tmp_path / "scratch").unlink()  # no scratch base configured
+    assert _task(script, "8")[0] == ["export NCCL_SOCKET_IFNAME=eth0"]
+    assert not (base / "job-8").exists()
+
+
+@pytest.mark.parametrize("planted", ["other-users-dir", "symlink", "open-mode", "file"])
+def test_the_script_does_not_use_a_planted_scratch_dir(tmp_path: Path, planted: str) -> None:
+    base = tmp_path / "jobs"
+    base.mkdir()
+    scratch = base / "job-9"
+    if planted == "symlink":
+        scratch.symlink_to(tmp_path)
+    elif planted == "file":
+        scratch.write_text("", encoding="utf-8")
+    else:
+        scratch.mkdir(mode=0o700)
+        scratch.chmod(0o777 if planted == "open-mode" else 0o700)
+        if planted == "other-users-dir":
+            assert os.geteuid() == 0, "planting another user's directory needs root (the test suite runs as root)"
+            os.chown(scratch, OTHER_UID, OTHER_UID)
+    out, err = _task(_script(tmp_path, base), "9")
+    assert out == ["export NCCL_SOCKET_IFNAME=eth0"]
+    assert "no scratch directory" in err and "not a private directory" in err
+
+
+def test_the_files_the_script_reads_hold_only_validated_lines() -> None:
+    exported, scratch = task_env.render_for_script(TaskEnv((("A", "1"), ("NCCL_TOPO_FILE", "/etc/t.xml")), "/s", False))
+    assert (exported, scratch) == ("export A=1\nexport NCCL_TOPO_FILE=/etc/t.xml\n", "/s false\n")
+    for bad in (TaskEnv((("A", "1\nexport B=2"),), None), TaskEnv((("A B", "1"),), None),
+                TaskEnv((), "/s x\nexport B=2")):
+        with pytest.raises(BadInput):
+            task_env.render_for_script(bad)

@@ -127,7 +127,8 @@ def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
     assert args["PYTHON_REQUIREMENTS"].split() == list(flavors.PYTHON_REQUIREMENTS)
     role = build.build_args(forky, "worker", "unused")
     packages = "slurmd openssh-server libpam-slurm-adopt slurm-wlm-nvml-plugin slurm-wlm-jwt-plugin"
-    assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages, "CONTRIB_SUITE": "sid"}
+    assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages, "CONTRIB_SUITE": "sid",
+                    "HOOK_BUILD_PACKAGES": "gcc libc6-dev"}
 
 
 def test_controller_compiles_the_plugin_with_the_venv_python_and_drops_the_tools() -> None:
@@ -177,9 +178,10 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
     wheel_only = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
                 "controller": wheel_only, "accounting": wheel_only, "restapi": wheel_only}
-    default = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf",
-               "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
-    assert files == expected.get(name, default)
+    login = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf",
+             "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
+    expected["worker"] = sorted([*login, "install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh"])
+    assert files == expected.get(name, login)
 
 
 def test_sshd_drop_in_settings() -> None:

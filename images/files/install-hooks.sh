@@ -1,0 +1,21 @@
+#!/bin/sh
+# The worker's hook programs, run by worker.Dockerfile with HOOK_BUILD_PACKAGES in the environment:
+# slurmpod_hook.c compiled into /usr/local/sbin/slurmpod-prolog, with slurmpod-epilog and
+# slurmpod-healthcheck as links to it (the program's name is its hook), and the task prolog script.
+# Exactly the packages the compile brought are purged again in this same layer.
+set -eu
+src=/tmp/slurmpod-hooks
+apt-get update
+dpkg-query -W -f '${Package}\n' | sort > "$src/before"
+apt-get install -y --no-install-recommends $HOOK_BUILD_PACKAGES
+gcc -O2 -Wall -Wextra -Werror -DFALLBACK_DIR='"/opt/slurmpod/bin"' -o /usr/local/sbin/slurmpod-prolog \
+    "$src/slurmpod_hook.c"
+ln -f /usr/local/sbin/slurmpod-prolog /usr/local/sbin/slurmpod-epilog
+ln -f /usr/local/sbin/slurmpod-prolog /usr/local/sbin/slurmpod-healthcheck
+install -m 0755 "$src/slurmpod-task-prolog.sh" /usr/local/sbin/slurmpod-task-prolog
+dpkg-query -W -f '${Package}\n' | sort > "$src/after"
+comm -13 "$src/before" "$src/after" | xargs -r apt-get purge -y
+rc=0; /usr/local/sbin/slurmpod-prolog 2>/dev/null || rc=$?; test "$rc" -eq 1  # it runs; no Python hook yet
+rm -rf "$src"
+apt-get clean
+rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
