@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from imagekit import CONTAINER_PREFIX
 
+from slurmpod.well_known import EPILOG_BIN, HEALTHCHECK_BIN, HOOK_FALLBACK_DIR, PROLOG_BIN, TASK_PROLOG_BIN
 from slurmpod_host.images import flavors
 from slurmpod_host.images.engine import ImageInfo
-from slurmpod_host.images.flavors import MPI_BUILD_PACKAGES, MPI_PACKAGES, MPI_STUBS, Flavor
+from slurmpod_host.images.flavors import HOOK_BUILD_PACKAGES, MPI_BUILD_PACKAGES, MPI_PACKAGES, MPI_STUBS, Flavor
 
 pytestmark = [pytest.mark.docker, pytest.mark.image]
 
@@ -183,6 +184,28 @@ def test_no_secrets_in_the_file_system(name: str, images: dict[str, ImageInfo], 
     assert "ssh_host_" not in listing
 
 
+def test_worker_hooks_are_the_thin_client_the_task_prolog_script_and_their_python_fallbacks(
+        hosts: dict[str, Any]) -> None:
+    """One compiled client under the three names Slurm calls, each falling back to the wheel's Python
+    hook of the same name; the task prolog a sh script; the compiler gone with its layer."""
+    host = hosts["worker"]
+    inodes = {host.check_output(f"stat -c %i {path}") for path in (PROLOG_BIN, EPILOG_BIN, HEALTHCHECK_BIN)}
+    assert len(inodes) == 1, "the three hooks are links to one program"
+    assert host.file(PROLOG_BIN).mode & 0o111 and host.check_output(f"head -c 4 {PROLOG_BIN} | od -An -c").split() \
+        == ["177", "E", "L", "F"]
+    for name in ("slurmpod-prolog", "slurmpod-epilog", "slurmpod-healthcheck"):
+        assert host.file(f"{HOOK_FALLBACK_DIR}/{name}").is_file, name
+    assert host.file(TASK_PROLOG_BIN).mode & 0o111
+    assert host.check_output(f"head -n 1 {TASK_PROLOG_BIN}") == "#!/bin/sh"
+    for pkg in HOOK_BUILD_PACKAGES:
+        assert not host.package(pkg).is_installed, pkg
+    assert host.run("command -v gcc cc").rc != 0
+    # With no agent socket the client runs the Python hook, which here refuses a bad setting, naming it
+    # (exit 2): the Python hook is what answered.
+    done = host.run(f"SLURMPOD_EXPECTED_GPUS=many {PROLOG_BIN}")
+    assert done.rc == 2 and "SLURMPOD_EXPECTED_GPUS" in done.stderr, (done.rc, done.stderr)
+
+
 def test_worker_fits_the_size_budget(images: dict[str, ImageInfo]) -> None:
     assert images["worker"].size <= 450 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
 
@@ -200,6 +223,11 @@ def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavo
     assert host.file("/usr/local/bin/slurmpod-mpi-hello").exists == (flavor.mpi_pmix and name == "worker")
     if flavor.mpi_pmix:
         assert host.file("/etc/openmpi/openmpi-mca-params.conf").contains("btl_sm_single_copy_mechanism = none")
+        # OpenMPI itself reads the start-up defaults: no libfabric probing, yield while waiting
+        params = host.run("ompi_info --all --parsable").stdout.splitlines()
+        for line in ("mca:btl:base:param:btl:value:^ofi,uct", "mca:mtl:base:param:mtl:value:^ofi",
+                     "mca:mpi:base:param:mpi_yield_when_idle:value:true"):
+            assert line in params, line
         # the MPI library and Slurm's plugin load the same libpmix
         assert host.run("ldd /usr/lib/x86_64-linux-gnu/libmpi.so.40 | grep -c 'libpmix.so.2 '").stdout.strip() == "1"
 
