@@ -252,13 +252,15 @@ HOOK_NAMES = {Context.PROLOG: "prolog", Context.EPILOG: "epilog", Context.PERIOD
 
 
 def run_hook(context: Context, env: Mapping[str, str], *, slurm: SlurmClient, err: TextIO,
-             agent: AgentClient | None = None, **run: Any) -> tuple[int, Report]:
+             agent: AgentClient | None = None, sweep: Callable[[str], object] | None = None,
+             **run: Any) -> tuple[int, Report]:
     """One Prolog, Epilog or HealthCheckProgram run: the scratch tidy (epilog, healthcheck), the
-    checks and their actions; findings go to ``err``. ``run``: ``execute``'s keywords (the health
-    agent's held session). Returns (exit code, report). Raises BadInput (the caller's exit 2)."""
+    checks and their actions; findings go to ``err``. ``sweep``: what starts the trash's sweeper
+    (default: a process of its own). ``run``: ``execute``'s keywords (the health agent's held session).
+    Returns (exit code, report). Raises BadInput (the caller's exit 2)."""
     s = settings_from(env, context, act=True)
     if context is not Context.PROLOG:
-        _tidy_scratch(env, job=context is Context.EPILOG, err=err)
+        _tidy_scratch(env, job=context is Context.EPILOG, err=err, sweep=sweep)
     report = execute(s, env, slurm=slurm, agent=agent, **run)
     for r in report.results:
         if r.status in {Status.FAIL, Status.WARN}:
@@ -278,7 +280,8 @@ def prolog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return _hook(Context.PROLOG, env)
 
 
-def _tidy_scratch(env: Mapping[str, str], *, job: bool, err: TextIO, path: str = wk.TASK_ENV_FILE) -> None:
+def _tidy_scratch(env: Mapping[str, str], *, job: bool, err: TextIO, path: str = wk.TASK_ENV_FILE,
+                  sweep: Callable[[str], object] | None = None) -> None:
     """The job's scratch dir (made by its task prolog) goes with the job: the Epilog runs once per node
     after all its steps. The Epilog only moves it to the trash; a sweeper started here empties the trash
     (the periodic run starts one for what earlier sweepers left). Nothing here counts against the node:
@@ -290,7 +293,7 @@ def _tidy_scratch(env: Mapping[str, str], *, job: bool, err: TextIO, path: str =
             settings = task_env.parse(f.read(), path)
         moved = task_env.remove_scratch(settings, env.get(wk.ENV_SLURM_JOB_ID, "")) if job else None
         if settings.scratch_base is not None and scratch.pending(settings.scratch_base):
-            scratch.start_sweeper(settings.scratch_base)
+            (sweep or scratch.start_sweeper)(settings.scratch_base)
     except Exception as exc:  # whatever it is, never the hook's failure: a failed Epilog drains the node
         if not (isinstance(exc, FileNotFoundError) and exc.filename == path):  # no file: no task environment
             print(f"slurmpod {'epilog' if job else 'healthcheck'}: scratch: {exc}", file=err)

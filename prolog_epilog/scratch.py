@@ -20,7 +20,12 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 TRASH = ".trash"
 # Seconds one sweeper may run before it ends itself: far past the slowest removal we have seen (a
@@ -98,18 +103,42 @@ def pending(base: str) -> bool:
         return False
 
 
-def start_sweeper(base: str, budget_s: int = SWEEP_BUDGET_S) -> int:
-    """Start the sweeper and return its pid without waiting for it: a new session (Slurm's kill of
-    the hook's process group on timeout does not reach it) and no descriptor of the hook's (slurmd
-    reads the hook's output until it closes). Ref: https://slurm.schedmd.com/prolog_epilog.html"""
+def spawn_sweeper(base: str, budget_s: int = SWEEP_BUDGET_S) -> subprocess.Popen[bytes]:
+    """The sweeper, started: a new session (Slurm's kill of the hook's process group on timeout does
+    not reach it) and no descriptor of the hook's (slurmd reads the hook's output until it closes).
+    Ref: https://slurm.schedmd.com/prolog_epilog.html"""
     import subprocess  # noqa: PLC0415 - only when there is something to sweep
 
-    proc = subprocess.Popen(  # our own interpreter and module
+    return subprocess.Popen(  # our own interpreter and module
         [sys.executable, "-P", "-m", __name__, trash_of(base), str(budget_s)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
         start_new_session=True, env={"PATH": os.defpath}, cwd="/")
-    proc.returncode = 0  # never waited for: the sweeper outlives the hook (init reaps it)
+
+
+def start_sweeper(base: str, budget_s: int = SWEEP_BUDGET_S) -> int:
+    """Start the sweeper from a hook, which exits before it: its pid, never waited for (init reaps it)."""
+    proc = spawn_sweeper(base, budget_s)
+    proc.returncode = 0
     return proc.pid
+
+
+class Sweepers:
+    """The health agent's sweepers: at most one running per base, each reaped once it has ended (the
+    agent outlives them, so nothing else would reap them)."""
+
+    def __init__(self, spawn: Callable[[str], subprocess.Popen[bytes]] = spawn_sweeper) -> None:
+        self._spawn = spawn
+        self._running: dict[str, subprocess.Popen[bytes]] = {}
+
+    def __call__(self, base: str) -> bool:
+        """Start one for ``base`` unless one still runs; whether one was started."""
+        for b, proc in list(self._running.items()):
+            if proc.poll() is not None:  # reaps it
+                del self._running[b]
+        if base in self._running:
+            return False
+        self._running[base] = self._spawn(base)
+        return True
 
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

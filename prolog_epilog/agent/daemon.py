@@ -47,7 +47,7 @@ from slurmpod import nvml
 from slurmpod import well_known as wk
 from slurmpod.commands import LocalRunner, Runner
 from slurmpod.errors import BadInput
-from slurmpod.prolog_epilog import actions, config, job, registry, runner
+from slurmpod.prolog_epilog import actions, config, job, registry, runner, scratch
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog import main as hooks
 from slurmpod.prolog_epilog.agent import protocol, server
@@ -112,6 +112,7 @@ class Agent:
         self._slurm: SlurmClient | None = None
         self.latest = Latest()
         self.restart_needed = threading.Event()  # set once NVML hung in this process
+        self._sweepers = scratch.Sweepers()  # the epilogs' trash, emptied beside the agent, one at a time
 
     # --- NVML, held for the agent's lifetime ---
     def open(self) -> None:
@@ -175,7 +176,7 @@ class Agent:
             try:
                 the_job = job.from_env(env)
                 code, _ = hooks.run_hook(request.context, env, slurm=self._slurm_client(), err=err,
-                                         gpus=lambda _deadline: self._gpus(), checks=self._checks,
+                                         sweep=self._sweepers, gpus=lambda _deadline: self._gpus(), checks=self._checks,
                                          run_cmd=self._run_cmd, libraries=self._libraries,
                                          deadline_cap=max(0.1, deadline.left() - ANSWER_MARGIN_S))
             except BadInput as exc:  # what the Python hook exits 2 with

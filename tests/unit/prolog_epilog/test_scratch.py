@@ -336,3 +336,31 @@ def test_a_sweeper_that_finds_the_trash_locked_leaves_at_once(base: Path) -> Non
     finally:
         os.close(fd)
     assert scratch.sweep(str(base / scratch.TRASH)) == 0 and not scratch.pending(str(base))
+
+
+class _Proc:
+    """A sweeper process as subprocess.Popen shows it: running until ``end``, then reaped by poll()."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self.polls = 0
+
+    def poll(self) -> int | None:
+        self.polls += 1
+        return 0 if self.ended else None
+
+
+def test_the_agents_sweepers_run_one_per_base_and_are_reaped() -> None:
+    started: list[_Proc] = []
+
+    def spawn(base: str) -> _Proc:
+        started.append(_Proc())
+        return started[-1]
+
+    sweepers = scratch.Sweepers(spawn)  # type: ignore[arg-type]
+    assert sweepers("/tmp/jobs") is True
+    assert sweepers("/tmp/jobs") is False  # one still sweeps this base: the next epilog leaves it to it
+    assert sweepers("/scratch") is True
+    started[0].ended = True
+    assert sweepers("/tmp/jobs") is True  # the first was reaped (poll) and a new one started
+    assert len(started) == 3 and started[0].polls >= 1

@@ -179,7 +179,7 @@ def test_a_wait_with_nothing_pending_times_out_after_its_timeout(nvml: Nvml) -> 
     events = nvml.event_set(range(8))
     start = time.monotonic()
     assert nvml.wait(events, 300) is None
-    assert time.monotonic() - start >= 0.3
+    assert time.monotonic() - start >= 0.29  # the fake counts whole milliseconds
     start = time.monotonic()
     assert nvml.wait(events, 0) is None  # no wait at all: well under a wait of 5 s even on a loaded machine
     assert time.monotonic() - start < 5.0
