@@ -146,8 +146,52 @@ def _without(spec: str, *lines: tuple[str, str]) -> str:
     return spec
 
 
+# The health agent: hooks on cost at most this much over no hooks (median job start latency), a job array
+# with hooks on takes at most ARRAY_FLOOR times as long as without.
+AGENT_FLOOR_S = 0.030
+ARRAY_TASKS = 1000
+ARRAY_FLOOR = 1.2
+ARRAY_TIMEOUT_S = 1800
+SUPERVISORCTL = f"{wk.SUPERVISORCTL} -c {wk.RUN_DIR}/{wk.SUPERVISORD_CONF}"
+
+
+def _agent(client: Any, workers: list[str], action: str) -> None:
+    """supervisorctl stop|start health-agent on ``workers``; a started one is waited for (its socket)."""
+    for pod in workers:
+        done = runtime.exec_in(client, pod, ["sh", "-c", f"{SUPERVISORCTL} {action} health-agent"], timeout_s=60)
+        if done.code != 0:
+            raise PermanentError(f"{action} health-agent on {pod}: {done.stdout}{done.stderr}")
+        if action == "start":
+            _wait(client, pod, f"test -S {wk.HEALTH_AGENT_SOCKET}", f"{pod} health agent listening")
+
+
+def _array_s(client: Any, login: str, tasks: int) -> float:
+    """Seconds from submitting a ``tasks``-task array of `true` to its last task's end (sbatch --wait)."""
+    script = (f"t0=$(date +%s%N); sbatch --wait --array=0-{tasks - 1} -o /dev/null --wrap true >/dev/null "
+              "|| exit 1; echo $(( ($(date +%s%N) - t0) / 1000 ))")
+    home = f"/home/{wk.DEMO_USER}"
+    done = runtime.exec_in(client, login, ["bash", "-c", script], timeout_s=ARRAY_TIMEOUT_S, user=wk.DEMO_USER,
+                           workdir=home, env={"HOME": home, "USER": wk.DEMO_USER})
+    if done.code != 0:
+        raise PermanentError(f"the {tasks}-task array failed: {done.stdout[-1000:]}{done.stderr[-1000:]}")
+    return int(done.stdout.split()[-1]) / 1e6
+
+
+def _memory_mib(client: Any, pod: str) -> tuple[float, float]:
+    """(the pod's memory use, the health agent's resident set), MiB: the container's cgroup v2
+    memory.current and the agent's VmRSS (0 when it is not running).
+    Ref: https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files"""
+    script = (f"cat /sys/fs/cgroup/memory.current; pid=$({SUPERVISORCTL} pid health-agent); "
+              "awk '/^VmRSS:/ {print $2 * 1024}' /proc/$pid/status 2>/dev/null || echo 0")
+    done = runtime.exec_in(client, pod, ["sh", "-c", script], timeout_s=30)
+    values = [float(x) for x in done.stdout.split()]
+    if done.code != 0 or not values:
+        raise PermanentError(f"memory of {pod} not readable: {done.stdout}{done.stderr}")
+    return values[0] / 2**20, (values[1] if len(values) > 1 else 0.0) / 2**20
+
+
 def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: str, login: str, worker: str,
-                    jobs: int = OVERHEAD_JOBS) -> float:
+                    jobs: int = OVERHEAD_JOBS, workers: list[str] | None = None, label: str = "") -> float:
     """Median job start latency with slurmpod's prolog minus the median without it (the epilog on in both),
     same cluster; and, for reference, with neither hook.
 
@@ -161,10 +205,20 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
     with_hooks = spec["cluster.yaml"]
     no_prolog = _without(with_hooks, PROLOG_LINE)
     neither = _without(with_hooks, PROLOG_LINE, EPILOG_LINE)
+    every = workers or [worker]
     idle = f"sinfo -h -n {worker} -t idle -o %n | grep -qx {worker}"
     _wait(client, controller, idle, f"{worker} IDLE")
     _start_latencies(client, login, worker, 3)  # warm: first srun pays for user lookup, caches
     ours = _start_latencies(client, login, worker, jobs)
+    with_agent_mib, agent_rss_mib = _memory_mib(client, worker)
+    array_on = _array_s(client, login, ARRAY_TASKS)
+    _agent(client, every, "stop")  # the hooks run the checks themselves, in Python
+    try:
+        without_agent_mib, _ = _memory_mib(client, worker)
+        _start_latencies(client, login, worker, 3)
+        python_hooks = _start_latencies(client, login, worker, jobs)
+    finally:
+        _agent(client, every, "start")
     try:
         _set_hooks(client, cluster, controller, worker, no_prolog)
         _start_latencies(client, login, worker, 3)
@@ -172,16 +226,28 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
         _set_hooks(client, cluster, controller, worker, neither)
         _start_latencies(client, login, worker, 3)
         bare = _start_latencies(client, login, worker, jobs)
+        array_off = _array_s(client, login, ARRAY_TASKS)
     finally:
         _set_hooks(client, cluster, controller, worker, with_hooks)
     added = median(ours) - median(epilog_only)
-    report.add(Figure(f"job start latency with slurmpod's prolog and epilog (median of {jobs} sruns)", "s",
-                      median(ours), median(bare), "same cluster, hooks off", samples=tuple(ours),
+    agent_added = median(ours) - median(bare)
+    report.add(Figure(f"{label}job start latency with the prolog and epilog, health agent on (median of {jobs} "
+                      "sruns)", "s", median(ours), median(bare), "same cluster, hooks off",
+                      floor=f"<= +{AGENT_FLOOR_S * 1000:g} ms", ok=agent_added <= AGENT_FLOOR_S,
+                      samples=tuple(ours), baseline_samples=tuple(bare)))
+    report.add(Figure(f"{label}job start latency with the prolog and epilog, health agent off: the Python hooks "
+                      f"(median of {jobs} sruns)", "s", median(python_hooks), median(bare), "same cluster, hooks off",
+                      samples=tuple(python_hooks), baseline_samples=tuple(bare)))
+    report.add(Figure(f"{label}job start latency with the epilog only, agent on (median of {jobs} sruns)", "s",
+                      median(epilog_only), median(bare), "same cluster, hooks off", samples=tuple(epilog_only),
                       baseline_samples=tuple(bare)))
-    report.add(Figure(f"job start latency with the epilog only (median of {jobs} sruns)", "s", median(epilog_only),
-                      median(bare), "same cluster, hooks off", samples=tuple(epilog_only),
-                      baseline_samples=tuple(bare)))
-    report.add(Figure(f"healthy-node prolog overhead (median with - median without the prolog, {jobs} jobs each)",
-                      "s", added, floor=f"<= {PROLOG_OVERHEAD_FLOOR_S * 1000:g} ms",
+    report.add(Figure(f"{label}healthy-node prolog overhead, agent on (median with - median without the prolog, "
+                      f"{jobs} jobs each)", "s", added, floor=f"<= {PROLOG_OVERHEAD_FLOOR_S * 1000:g} ms",
                       ok=added <= PROLOG_OVERHEAD_FLOOR_S))
+    report.add(Figure(f"{label}{ARRAY_TASKS}-task array of `true` on {len(every)} workers, hooks on (agent)", "s",
+                      array_on, array_off, "same cluster, hooks off", floor=f"<= {ARRAY_FLOOR:g}x baseline",
+                      ok=array_on <= ARRAY_FLOOR * array_off))
+    report.add(Figure(f"{label}idle worker pod memory (cgroup memory.current), health agent on", "MiB",
+                      with_agent_mib, without_agent_mib, "same pod, agent stopped"))
+    report.add(Figure(f"{label}health agent resident memory (VmRSS), idle worker", "MiB", agent_rss_mib))
     return added

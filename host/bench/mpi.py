@@ -33,9 +33,9 @@ def _first_output_s(client: Any, login: str, command: str) -> float:
     return int(done.stdout.split()[-1]) / 1e6
 
 
-def startup(report: Report, client: Any, login: str, has_pmix: bool, trials: int = TRIALS) -> None:
+def startup(report: Report, client: Any, login: str, has_pmix: bool, *, trials: int = TRIALS, label: str = "") -> None:
     if not has_pmix:
-        report.notes.append("mpi: skipped, this flavor's Slurm has no mpi/pmix")
+        report.notes.append(f"{label}mpi: skipped, this flavor's Slurm has no mpi/pmix")
         return
     _first_output_s(client, login, MPI)  # warm: user lookups, page cache of the MPI libraries
     _first_output_s(client, login, HOSTNAME)
@@ -44,6 +44,6 @@ def startup(report: Report, client: Any, login: str, has_pmix: bool, trials: int
     for _ in range(trials):
         mpi.append(_first_output_s(client, login, MPI))
         plain.append(_first_output_s(client, login, HOSTNAME))
-    report.add(Figure(f"`srun --mpi=pmix -N2 -n4` MPI start-up to first output (median of {trials})", "s",
+    report.add(Figure(f"{label}`srun --mpi=pmix -N2 -n4` MPI start-up to first output (median of {trials})", "s",
                       median(mpi), median(plain), "`srun -N2 -n4 hostname`, same run", samples=tuple(mpi),
                       baseline_samples=tuple(plain)))
