@@ -109,6 +109,8 @@ class HookRequest:
 
 @dataclass(frozen=True, slots=True)
 class HookAnswer:
+    """What the hook exits with, and what it writes to stderr (slurmd logs it)."""
+
     exit_code: int
     stderr: str = ""
 

@@ -113,16 +113,25 @@ def test_scratch_without_tmpdir_and_without_a_job_id(tmp_path: Path) -> None:
     assert task_env.run({wk.ENV_SLURM_JOB_ID: "7;rm"}, path, os.getuid())[0] == ["export NCCL_SOCKET_IFNAME=eth0"]
 
 
-@pytest.mark.parametrize("planted", ["other-users-dir", "symlink", "open-mode"])
-def test_a_planted_scratch_dir_is_not_used(tmp_path: Path, planted: str) -> None:
+def _planted(tmp_path: Path, planted: str) -> Path:
+    """A base with job 9's scratch path already taken: a link, a file, a dir open to all, or a private
+    dir (another user's, when the test says whose it is). Returns the base."""
     base = tmp_path / "jobs"
     base.mkdir()
     scratch = base / "job-9"
     if planted == "symlink":
         scratch.symlink_to(tmp_path)
+    elif planted == "file":
+        scratch.write_text("", encoding="utf-8")
     else:
         scratch.mkdir(mode=0o700)
         scratch.chmod(0o777 if planted == "open-mode" else 0o700)
+    return base
+
+
+@pytest.mark.parametrize("planted", ["other-users-dir", "symlink", "open-mode", "file"])
+def test_a_planted_scratch_dir_is_not_used(tmp_path: Path, planted: str) -> None:
+    base = _planted(tmp_path, planted)
     uid = os.getuid() if planted != "other-users-dir" else OTHER_UID
     out, notes = task_env.run({wk.ENV_SLURM_JOB_ID: "9"}, str(_file(tmp_path, base)), uid)
     assert out == ["export NCCL_SOCKET_IFNAME=eth0"]
@@ -201,19 +210,10 @@ def test_the_script_without_tmpdir_without_scratch_and_without_a_job_id(tmp_path
 
 @pytest.mark.parametrize("planted", ["other-users-dir", "symlink", "open-mode", "file"])
 def test_the_script_does_not_use_a_planted_scratch_dir(tmp_path: Path, planted: str) -> None:
-    base = tmp_path / "jobs"
-    base.mkdir()
-    scratch = base / "job-9"
-    if planted == "symlink":
-        scratch.symlink_to(tmp_path)
-    elif planted == "file":
-        scratch.write_text("", encoding="utf-8")
-    else:
-        scratch.mkdir(mode=0o700)
-        scratch.chmod(0o777 if planted == "open-mode" else 0o700)
-        if planted == "other-users-dir":
-            assert os.geteuid() == 0, "planting another user's directory needs root (the test suite runs as root)"
-            os.chown(scratch, OTHER_UID, OTHER_UID)
+    base = _planted(tmp_path, planted)
+    if planted == "other-users-dir":
+        assert os.geteuid() == 0, "planting another user's directory needs root (the test suite runs as root)"
+        os.chown(base / "job-9", OTHER_UID, OTHER_UID)
     out, err = _task(_script(tmp_path, base), "9")
     assert out == ["export NCCL_SOCKET_IFNAME=eth0"]
     assert "no scratch directory" in err and "not a private directory" in err
