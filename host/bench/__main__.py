@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold builds (they run debootstrap)")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--only", action="append", choices=PARTS, help="run only these parts (default: all)")
+    parser.add_argument("--array-tasks", type=int, default=health.ARRAY_TASKS,
+                        help="tasks in the health part's job array (hooks on against off)")
     args = parser.parse_args(argv)
     flavors = args.flavor or ["24.11", "26.05"]
     parts = set(args.only or PARTS)
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             if "health" in parts:
                 health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller,
                                        login=cluster.login, worker=cluster.workers[0],
-                                       workers=list(cluster.workers), label=label)
+                                       workers=list(cluster.workers), label=label, array_tasks=args.array_tasks)
             if "mpi" in parts:
                 mpi.startup(report, client, cluster.login, get_flavor(flavor).mpi_pmix, label=label)
         finally:

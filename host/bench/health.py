@@ -191,7 +191,8 @@ def _memory_mib(client: Any, pod: str) -> tuple[float, float]:
 
 
 def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: str, login: str, worker: str,
-                    jobs: int = OVERHEAD_JOBS, workers: list[str] | None = None, label: str = "") -> float:
+                    jobs: int = OVERHEAD_JOBS, workers: list[str] | None = None, label: str = "",
+                    array_tasks: int = ARRAY_TASKS) -> float:
     """Median job start latency with slurmpod's prolog minus the median without it (the epilog on in both),
     same cluster; and, for reference, with neither hook.
 
@@ -211,7 +212,7 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
     _start_latencies(client, login, worker, 3)  # warm: first srun pays for user lookup, caches
     ours = _start_latencies(client, login, worker, jobs)
     with_agent_mib, agent_rss_mib = _memory_mib(client, worker)
-    array_on = _array_s(client, login, ARRAY_TASKS)
+    array_on = _array_s(client, login, array_tasks)
     _agent(client, every, "stop")  # the hooks run the checks themselves, in Python
     try:
         without_agent_mib, _ = _memory_mib(client, worker)
@@ -226,7 +227,7 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
         _set_hooks(client, cluster, controller, worker, neither)
         _start_latencies(client, login, worker, 3)
         bare = _start_latencies(client, login, worker, jobs)
-        array_off = _array_s(client, login, ARRAY_TASKS)
+        array_off = _array_s(client, login, array_tasks)
     finally:
         _set_hooks(client, cluster, controller, worker, with_hooks)
     added = median(ours) - median(epilog_only)
@@ -244,7 +245,7 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
     report.add(Figure(f"{label}healthy-node prolog overhead, agent on (median with - median without the prolog, "
                       f"{jobs} jobs each)", "s", added, floor=f"<= {PROLOG_OVERHEAD_FLOOR_S * 1000:g} ms",
                       ok=added <= PROLOG_OVERHEAD_FLOOR_S))
-    report.add(Figure(f"{label}{ARRAY_TASKS}-task array of `true` on {len(every)} workers, hooks on (agent)", "s",
+    report.add(Figure(f"{label}{array_tasks}-task array of `true` on {len(every)} workers, hooks on (agent)", "s",
                       array_on, array_off, "same cluster, hooks off", floor=f"<= {ARRAY_FLOOR:g}x baseline",
                       ok=array_on <= ARRAY_FLOOR * array_off))
     report.add(Figure(f"{label}idle worker pod memory (cgroup memory.current), health agent on", "MiB",
