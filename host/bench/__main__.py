@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         # Health: a full periodic health run, and a prolog run, on 8 GPUs of the C fake libnvidia-ml.
         health.periodic_on_fake_gpus(report, repo, args.trials)
         health.prolog_on_fake_gpus(report, repo, args.trials)
+        # The same prolog through the worker's C client and the health agent, against the Python hook.
+        health.hook_client_on_fake_gpus(report, repo)
         # Policy plugin: its own cost per call, fast path against Python, outside slurmctld.
         plugin.stand_in(report, repo, args.trials)
     for flavor in flavors if "builds" in parts else []:

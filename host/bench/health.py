@@ -94,6 +94,79 @@ def prolog_on_fake_gpus(report: Report, repo: Path, trials: int = 7) -> float:
     return value
 
 
+# --- The hook client: one prolog through the health agent, against the Python hook it falls back to ---
+
+CLIENT_TRIALS = 50
+AGENT_UP_S = 30.0
+
+
+def _client(repo: Path, out: Path) -> Path:
+    """images/files/slurmpod_hook.c built as the worker image builds it, falling back to this venv's
+    Python hooks."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise PermanentError("gcc is needed to build the hook client")
+    built = out / "slurmpod-prolog"
+    subprocess.run([cc, "-O2", f'-DFALLBACK_DIR="{Path(_slurmpod()).parent}"', "-o", str(built),
+                    str(repo / "images" / "files" / "slurmpod_hook.c")], check=True, timeout=RUN_TIMEOUT_S)
+    return built
+
+
+def _walls(argv: list[str], env: dict[str, str], trials: int) -> list[float]:
+    walls = []
+    for _ in range(trials):
+        start = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S, check=False)
+        walls.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise PermanentError(f"{argv[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return walls
+
+
+def hook_client_on_fake_gpus(report: Report, repo: Path, trials: int = CLIENT_TRIALS) -> float:
+    """Median wall time of a healthy prolog on 8 fake GPUs as slurmd runs it on a worker: the C client
+    asking a running health agent, against the same client with the agent off (it runs the Python
+    hook), and against /bin/true, the floor of any process start. Paired per round."""
+    with tempfile.TemporaryDirectory(prefix="slurmpod-bench-client-") as tmp_s:
+        tmp = Path(tmp_s)
+        libs = build_fakes(repo, tmp)
+        client = _client(repo, tmp)
+        (tmp / "state").write_text(EIGHT_HEALTHY_GPUS, encoding="utf-8")
+        (tmp / "kmsg").write_text("", encoding="utf-8")
+        (tmp / "health.json").write_text(json.dumps({"kernel_log": str(tmp / "kmsg"), "expected_gpus": 8}),
+                                         encoding="utf-8")
+        sock = tmp / "agent.sock"
+        pod = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM")},
+               "LD_LIBRARY_PATH": str(libs), "FAKE_NVML_STATE": str(tmp / "state"),
+               wk.ENV_HEALTH_CONFIG: str(tmp / "health.json"), wk.ENV_HEALTH_STATE_DIR: str(tmp / "sd"),
+               wk.ENV_HEALTH_METRICS_DIR: str(tmp / "metrics"), "SLURMPOD_AUTH": "slurm"}
+        job = {"SLURM_JOB_ID": "7", "SLURMD_NODENAME": "bench-0", "SLURM_JOB_GPUS": "0,1,2,3,4,5,6,7"}
+        agent = subprocess.Popen([_slurmpod(), "daemon", "health-agent", "--socket", str(sock), "--interval", "3600"],
+                                 env=pod, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            end = time.monotonic() + AGENT_UP_S
+            while not sock.exists():
+                if agent.poll() is not None or time.monotonic() > end:
+                    raise PermanentError("the health agent did not start")
+                time.sleep(0.05)
+            on = {**pod, **job, wk.ENV_HEALTH_AGENT_SOCKET: str(sock)}
+            off = {**pod, **job, wk.ENV_HEALTH_AGENT_SOCKET: ""}
+            _walls([str(client)], on, 3)  # warm: page cache, the agent's first run
+            ours, python, floor = [], [], []
+            for _ in range(trials):
+                ours += _walls([str(client)], on, 1)
+                python += _walls([str(client)], off, 1)
+                floor += _walls(["/bin/true"], on, 1)
+        finally:
+            agent.terminate()
+            agent.wait(timeout=30)
+    report.add(Figure(f"healthy prolog, 8 fake GPUs, C client asking the health agent (median of {trials})", "s",
+                      median(ours), median(python), "agent off: the Python hook", samples=tuple(ours),
+                      baseline_samples=tuple(python)))
+    report.notes.append(f"/bin/true, the floor of a process start, same rounds: {median(floor) * 1000:.2f} ms")
+    return median(ours)
+
+
 # --- In the cluster: what slurmpod's prolog adds to a job's start (floor: at most 150 ms median) ---
 
 PROLOG_OVERHEAD_FLOOR_S = 0.150
