@@ -251,16 +251,19 @@ def _array_s(client: Any, login: str, tasks: int) -> float:
 
 
 def _memory_mib(client: Any, pod: str) -> tuple[float, float]:
-    """(the pod's memory use, the health agent's resident set), MiB: the container's cgroup v2
-    memory.current and the agent's VmRSS (0 when it is not running).
-    Ref: https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files"""
-    script = (f"cat /sys/fs/cgroup/memory.current; pid=$({SUPERVISORCTL} pid health-agent); "
-              "awk '/^VmRSS:/ {print $2 * 1024}' /proc/$pid/status 2>/dev/null || echo 0")
+    """(the pod's memory use, the health agent's resident set), MiB: the container's cgroup memory use
+    (v2 memory.current, else v1 memory.usage_in_bytes) and the agent's VmRSS (0 when it is not running).
+    Ref: https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files
+    Ref: https://docs.kernel.org/admin-guide/cgroup-v1/memory.html"""
+    script = ("cat /sys/fs/cgroup/memory.current 2>/dev/null || cat /sys/fs/cgroup/memory/memory.usage_in_bytes; "
+              f"pid=$({SUPERVISORCTL} pid health-agent); "
+              "awk '/^VmRSS:/ {print $2 * 1024; found=1} END {if (!found) print 0}' /proc/$pid/status 2>/dev/null "
+              "|| echo 0")
     done = runtime.exec_in(client, pod, ["sh", "-c", script], timeout_s=30)
     values = [float(x) for x in done.stdout.split()]
-    if done.code != 0 or not values:
+    if len(values) != 2:
         raise PermanentError(f"memory of {pod} not readable: {done.stdout}{done.stderr}")
-    return values[0] / 2**20, (values[1] if len(values) > 1 else 0.0) / 2**20
+    return values[0] / 2**20, values[1] / 2**20
 
 
 def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: str, login: str, worker: str,

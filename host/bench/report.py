@@ -39,7 +39,9 @@ class Report:
         self.figures.append(figure)
         shown = f"{figure.value:.3f} {figure.unit}"
         if figure.baseline is not None:
-            shown += f" (baseline {figure.baseline:.3f}, x{figure.ratio:.2f})"
+            ratio = figure.ratio
+            shown += f" (baseline {figure.baseline:.3f}, x{ratio:.2f})" if ratio is not None else \
+                f" (baseline {figure.baseline:.3f})"
         verdict = "" if figure.ok is None else ("ok" if figure.ok else "MISSED")
         print(f"bench: {figure.name}: {shown} {figure.floor} {verdict}", flush=True)
 
