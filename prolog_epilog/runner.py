@@ -1,10 +1,11 @@
-"""Run the checks of one context: each in its own thread under its timeout, all under one deadline.
+"""Run the checks of one context, one after another on a thread of their own, each under its timeout,
+all under one deadline.
 
-A check past its timeout is a failure ("timed out after N s") and the run moves on; its thread is a
-daemon, so a check stuck in a C call (a wedged driver) never keeps the process alive. When the overall
-deadline has passed, the checks not yet started are reported as skipped, never run. ``run_verdicts``
-keeps a check past its timeout as ``Unknown`` (what the health agent answers); ``resolve`` turns it
-into that failure.
+A check past its timeout is a failure ("timed out after N s") and the run moves on, on a new thread;
+the stuck one is a daemon, so a check stuck in a C call (a wedged driver) never keeps the process
+alive. When the overall deadline has passed, the checks not yet started are reported as skipped, never
+run. ``run_verdicts`` keeps a check past its timeout as ``Unknown`` (what the health agent answers);
+``resolve`` turns it into that failure.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, Sta
 from slurmpod.timing import Clock, Deadline
 
 log = logging.getLogger(__name__)
+_QUIET = frozenset({Status.OK, Status.SKIPPED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,24 +57,72 @@ def plan(checks: Sequence[Check], context: Context, config: Config, job: JobInfo
     return tuple(out)
 
 
-def _attempt(check: Check, env: CheckEnv, timeout: float, clock: Clock) -> Verdict:
-    box: list[CheckResult] = []
-    start = clock.monotonic()
+class _Batch:
+    """Checks run one after another on one thread of their own, so a run costs the waiting thread two
+    wake-ups, not two per check: on a busy node each wake-up waits for a CPU. The waiting thread keeps
+    the time of the check in progress; one past its timeout is abandoned with its thread, and the checks
+    after it go to a new batch."""
 
-    def target() -> None:
-        try:
-            box.append(check.run(env))
-        except Exception as exc:  # a bug in one check must not hide the others' findings
-            log.exception("check crashed: check=%s", check.name)
-            box.append(fail(check.name, f"check crashed: {type(exc).__name__}: {exc}", Remediation.NONE))
+    def __init__(self, planned: Sequence[Planned], env: CheckEnv, deadline: Deadline, clock: Clock) -> None:
+        self._planned, self._env, self._deadline, self._clock = planned, env, deadline, clock
+        self._cond = threading.Condition()
+        self.done: list[Verdict] = []
+        self._current: tuple[int, float, float, float] | None = None  # index, timeout, start (clock, wall)
+        self._abandoned = False
+        self._waking_at = 0.0  # when the waiting thread wakes up next (real time); 0: not waiting
 
-    thread = threading.Thread(target=target, name=f"check-{check.name}", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    duration = clock.monotonic() - start
-    if not box:
-        return Unknown(check.name, timeout, duration)
-    return dataclasses.replace(box[0], duration=duration)
+    def _run(self) -> None:
+        for i, p in enumerate(self._planned):
+            with self._cond:
+                if self._abandoned:
+                    return
+                if self._deadline.expired:
+                    self.done.append(skipped(p.check.name, "overall deadline reached before it started"))
+                    continue
+                timeout = min(p.check.timeout, self._deadline.left())
+                start, wall = self._clock.monotonic(), time.monotonic()
+                self._current = (i, timeout, start, wall)
+                if wall + timeout < self._waking_at:  # this check's end comes first: wake the waiter
+                    self._cond.notify_all()
+            try:
+                result = p.check.run(self._env)
+            except Exception as exc:  # a bug in one check must not hide the others' findings
+                log.exception("check crashed: check=%s", p.check.name)
+                result = fail(p.check.name, f"check crashed: {type(exc).__name__}: {exc}", Remediation.NONE)
+            with self._cond:
+                if self._is_abandoned():
+                    return
+                self.done.append(dataclasses.replace(result, duration=self._clock.monotonic() - start))
+                self._current = None
+        with self._cond:
+            self._cond.notify_all()
+
+    def _is_abandoned(self) -> bool:
+        return self._abandoned
+
+    def wait(self) -> int:
+        """Run the batch; the verdicts are in ``done``. Returns how many planned checks it covered: all of
+        them, or those before and including the one that timed out (its verdict ``Unknown``)."""
+        threading.Thread(target=self._run, name="checks", daemon=True).start()
+        with self._cond:
+            while len(self.done) < len(self._planned):
+                current = self._current
+                if current is None:  # not started yet: its start wakes this
+                    self._waking_at = float("inf")
+                    self._cond.wait()
+                    self._waking_at = 0.0
+                    continue
+                index, timeout, start, wall = current
+                left = wall + timeout - time.monotonic()  # real time, as a stuck C call takes it
+                if left > 0:
+                    self._waking_at = wall + timeout
+                    self._cond.wait(left)
+                    self._waking_at = 0.0
+                    continue
+                self._abandoned = True
+                self.done.append(Unknown(self._planned[index].check.name, timeout, self._clock.monotonic() - start))
+                return index + 1
+        return len(self._planned)
 
 
 def resolve(verdict: Verdict) -> CheckResult:
@@ -86,26 +137,29 @@ def run_verdicts(planned: Sequence[Planned], env: CheckEnv, deadline: Deadline, 
                  *, known: Mapping[str, Verdict] | None = None) -> tuple[Verdict, ...]:
     """Like ``run``, but a check past its timeout is ``Unknown``; ``known``: verdicts to give as they
     are instead of running those checks (the health agent's fresh periodic results)."""
-    verdicts: list[Verdict] = []
-    for p in planned:
+    given: dict[int, Verdict] = {}
+    to_run: list[tuple[int, Planned]] = []
+    for i, p in enumerate(planned):
         if p.skip_reason:
-            verdicts.append(skipped(p.check.name, p.skip_reason))
-            continue
-        if known is not None and p.check.name in known:
-            verdicts.append(known[p.check.name])
-            continue
-        if deadline.expired:
-            verdicts.append(skipped(p.check.name, "overall deadline reached before it started"))
-            continue
-        timeout = min(p.check.timeout, deadline.left())
-        verdict = _attempt(p.check, env, timeout, clock)
-        if isinstance(verdict, Unknown):
-            log.info("check=%s status=unknown duration=%.3f timeout=%g", verdict.check, verdict.duration, timeout)
+            given[i] = skipped(p.check.name, p.skip_reason)
+        elif known is not None and p.check.name in known:
+            given[i] = known[p.check.name]
         else:
-            log.info("check=%s status=%s duration=%.3f reason=%s", verdict.check, verdict.status.value,
-                     verdict.duration, verdict.reason)
-        verdicts.append(verdict)
-    return tuple(verdicts)
+            to_run.append((i, p))
+    ran: list[Verdict] = []
+    while len(ran) < len(to_run):
+        batch = _Batch([p for _, p in to_run[len(ran):]], env, deadline, clock)
+        batch.wait()
+        ran += batch.done
+    for verdict in ran:  # a healthy check's line at debug: every job's hooks would write one per check
+        if isinstance(verdict, Unknown):
+            log.info("check=%s status=unknown duration=%.3f timeout=%g", verdict.check, verdict.duration,
+                     verdict.timeout)
+        else:
+            log.log(logging.DEBUG if verdict.status in _QUIET else logging.INFO, "check=%s status=%s duration=%.3f "
+                    "reason=%s", verdict.check, verdict.status.value, verdict.duration, verdict.reason)
+    given.update((i, v) for (i, _), v in zip(to_run, ran, strict=True))
+    return tuple(given[i] for i in range(len(planned)))
 
 
 def run(planned: Sequence[Planned], env: CheckEnv, deadline: Deadline, clock: Clock) -> tuple[CheckResult, ...]:

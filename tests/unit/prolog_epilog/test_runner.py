@@ -54,6 +54,38 @@ def test_the_overall_deadline_bounds_every_check_and_skips_the_rest(tmp_path: Pa
     assert (results[1].status, results[1].reason) == (Status.SKIPPED, "overall deadline reached before it started")
 
 
+def test_a_short_timeout_after_a_long_one_is_kept_and_the_rest_run_on_a_new_thread(tmp_path: Path) -> None:
+    """The checks share one thread; the waiter keeps each one's own timeout, even one shorter than the
+    check before it had, and the checks after a stuck one run on a thread of their own, in order."""
+    threads: list[tuple[str, int]] = []
+
+    def noted(name: str) -> Check:
+        def run(env: CheckEnv) -> CheckResult:
+            threads.append((name, threading.get_ident()))
+            return ok(name)
+        return Check(name, frozenset(Context), run, timeout=30.0)
+
+    def stuck(env: CheckEnv) -> CheckResult:
+        threads.append(("stuck", threading.get_ident()))
+        return _hangs(env)
+
+    checks = (noted("first"), noted("second"), Check("stuck", frozenset(Context), stuck, timeout=0.2),
+              noted("after"), noted("last"))
+    planned = runner.plan(checks, Context.PROLOG, Config(), JobInfo())
+    clock = SystemClock()
+    start = clock.monotonic()
+    verdicts = runner.run_verdicts(planned, _env(tmp_path), Deadline(clock, 10.0), clock,
+                                   known={"second": ok("second", "from the agent's periodic run")})
+    took = clock.monotonic() - start
+    assert [v.check for v in verdicts] == ["first", "second", "stuck", "after", "last"]
+    assert isinstance(verdicts[2], runner.Unknown) and verdicts[2].timeout == 0.2
+    assert took < 5.0, f"the stuck check held the run {took:.1f}s (its timeout: 0.2 s, the one before: 30 s)"
+    assert isinstance(verdicts[1], CheckResult) and verdicts[1].reason == "from the agent's periodic run"
+    ran = dict(threads)
+    assert [n for n, _ in threads] == ["first", "stuck", "after", "last"]  # the known one is not run
+    assert ran["first"] == ran["stuck"] != ran["after"] == ran["last"] != threading.get_ident()
+
+
 def test_a_crashing_check_is_reported_and_does_not_drain(tmp_path: Path) -> None:
     def boom(env: CheckEnv) -> CheckResult:
         raise KeyError("bug")
