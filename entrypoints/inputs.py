@@ -71,6 +71,7 @@ class StartInput:
     nodeset: str | None = None  # worker: SLURMPOD_NODESET
     task_env: task_env.Inputs | None = None  # worker
     health_agent: bool = False  # worker: SLURMPOD_HEALTH_AGENT (true unless "false")
+    health_agent_metrics_port: int = wk.HEALTH_AGENT_METRICS_PORT  # worker: its live metrics (0: none)
     accounting_host: str | None = None  # controller with accounting: slurmdbd's host
     db_host: str | None = None  # accounting: slurmdbd's StorageHost
     kube_api: access.Settings | None = None  # controller with the API topology source
@@ -134,6 +135,13 @@ def _health_agent(env: Mapping[str, str]) -> bool:
     return raw == "true"
 
 
+def _health_agent_metrics_port(env: Mapping[str, str]) -> int:
+    raw = env.get(wk.ENV_HEALTH_AGENT_METRICS_PORT, str(wk.HEALTH_AGENT_METRICS_PORT))
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > 65535:  # the TCP port range
+        raise BadInput.one(wk.ENV_HEALTH_AGENT_METRICS_PORT, raw, "must be a TCP port, 0 to 65535 (0: no metrics)")
+    return int(raw)
+
+
 def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky.SlurmdArgs | None = None, *,
          with_auth: bool = True) -> StartInput:
     """Read and validate every input of pod start; BadInput names what is wrong.
@@ -160,7 +168,8 @@ def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky
     if kind.node:
         return dataclasses.replace(inp, slurm_version=slurm_version.detect(env),
                                    nodeset=env.get(wk.ENV_NODESET) or None, task_env=task_env.Inputs.from_env(env),
-                                   health_agent=_health_agent(env))
+                                   health_agent=_health_agent(env),
+                                   health_agent_metrics_port=_health_agent_metrics_port(env))
     if spec is not None:
         from slurmpod.entrypoints import topology_sync  # noqa: PLC0415 - the controller's alone
 

@@ -173,10 +173,11 @@ def sshd() -> Program:
     return Program("sshd", _script("sshd", body), priority=30)
 
 
-def health_agent() -> Program:
+def health_agent(metrics_port: int) -> Program:
     """The worker's health agent (prolog_epilog/agent), restarted by supervisord whenever it exits; the
-    hooks run the checks themselves meanwhile. Before slurmd (priority 15 < 20)."""
-    body = [_cmd(["/usr/local/bin/slurmpod", "daemon", "health-agent"])]
+    hooks run the checks themselves meanwhile. Before slurmd (priority 15 < 20), so its metrics port is
+    bound before any job runs."""
+    body = [_cmd(["/usr/local/bin/slurmpod", "daemon", "health-agent", "--metrics-port", str(int(metrics_port))])]
     return Program("health-agent", _script("health-agent", body, prefix=False), priority=15, restart="true")
 
 

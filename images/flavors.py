@@ -63,7 +63,7 @@ HOOK_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev")
 JWT_PLUGIN_PACKAGE = "slurm-wlm-jwt-plugin"
 
 # Third-party Python wheels installed into the venv of the base image (from the host wheelhouse).
-PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py")
+PYTHON_REQUIREMENTS: tuple[str, ...] = ("jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py", "prometheus-client")
 # In the wheelhouse too, installed by the controller image alone (slurmpod[kube]).
 CONTROLLER_REQUIREMENTS: tuple[str, ...] = ("kubernetes",)
 

@@ -98,6 +98,14 @@ def _from_env(env: str, raw: str, kw: Mapping[str, Any]) -> Any:
     return out if kw.get("action") == "append" else out[0]
 
 
+def tcp_port(raw: str) -> int:
+    """A TCP port number, 0 to 65535 (0: off)."""
+    value = int(raw)
+    if not 0 <= value <= 65535:  # the TCP port range
+        raise ValueError(raw)
+    return value
+
+
 def option(p: argparse.ArgumentParser, twins: Twins, flag: str, *, env: str | None = None, **kw: Any) -> None:
     """Add an option whose default comes from its declared SLURMPOD_ environment twin."""
     name = env or default_env_name(flag)
@@ -212,6 +220,8 @@ def _pod_commands(sub: Any, t: Twins) -> None:
            help="seconds between the agent's periodic runs")
     option(agent, t, "--max-age", env="SLURMPOD_HEALTH_AGENT_MAX_AGE", type=float, default=120.0,
            help="oldest results (seconds) a healthcheck is answered with; older ones are run again")
+    option(agent, t, "--metrics-port", env=wk.ENV_HEALTH_AGENT_METRICS_PORT, type=tcp_port,
+           default=wk.HEALTH_AGENT_METRICS_PORT, help="TCP port of the live Prometheus metrics (0: none)")
     option(agent, t, "--config", env=wk.ENV_HEALTH_CONFIG, default=None, help="the health config YAML")
     option(agent, t, "--state-dir", env=wk.ENV_HEALTH_STATE_DIR, default=None,
            help="where counters are kept between runs")

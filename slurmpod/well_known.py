@@ -264,6 +264,11 @@ HEALTH_CONFIG = "/etc/slurmpod/health.json"
 # ask it over this Unix socket, and run the checks themselves when it does not answer. Empty: not asked.
 ENV_HEALTH_AGENT_SOCKET = "SLURMPOD_HEALTH_AGENT_SOCKET"
 HEALTH_AGENT_SOCKET = f"{RUN_DIR}/health-agent.sock"
+# The agent's live Prometheus metrics (/metrics over HTTP) on the worker pod's IP; 0 turns them off. In the
+# exporters' range, clear of node-exporter's 9100 and dcgm-exporter's 9400.
+# Ref: https://github.com/prometheus/prometheus/wiki/Default-port-allocations
+ENV_HEALTH_AGENT_METRICS_PORT = "SLURMPOD_HEALTH_AGENT_METRICS_PORT"
+HEALTH_AGENT_METRICS_PORT = 9402
 ENV_HEALTH_AGENT = "SLURMPOD_HEALTH_AGENT"  # true (default) | false: whether the worker runs the agent
 HEALTH_STATE_DIR = "/var/lib/slurmpod/health"
 # Ref: https://github.com/prometheus/node_exporter#textfile-collector

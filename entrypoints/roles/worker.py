@@ -48,7 +48,7 @@ def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
     scratch = (OutDir(tenv.scratch_base, 0, 0, 0o1777),) if tenv.scratch_base else ()
     # The health agent first (supervisord's priority order), so the hooks usually find it; until its
     # socket is there they run the checks themselves.
-    agent = [programs.health_agent()] if inp.health_agent else []
+    agent = [programs.health_agent(inp.health_agent_metrics_port)] if inp.health_agent else []
     progs = [
         *agent,
         programs.slurmd(c.auth, c.pod.controller, node_conf, node.extra),

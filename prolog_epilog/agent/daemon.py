@@ -21,6 +21,8 @@
   can open NVML again: once the run that met the hang has answered, the agent exits and supervisord
   starts it afresh (the hooks run the checks themselves meanwhile). One whose nvmlInit hung stays up,
   answering that NVML hangs, and exits to try again after HUNG_RETRY_S.
+- What the runs saw is served live to Prometheus (agent/exporter.py) on ``metrics_port``: the textfile
+  series, when each check last passed, and the hooks answered by exit code.
 - A check that does not return within its timeout (a call stuck in the driver) is "unknown"; its
   thread is abandoned, the run goes on, and the socket keeps answering. The hook decides what an unknown
   means, as it decides everything else (runner.resolve, actions.act).
@@ -50,7 +52,7 @@ from slurmpod.errors import BadInput
 from slurmpod.prolog_epilog import actions, config, job, registry, runner, scratch
 from slurmpod.prolog_epilog import gpu_readers as rd
 from slurmpod.prolog_epilog import main as hooks
-from slurmpod.prolog_epilog.agent import protocol, server
+from slurmpod.prolog_epilog.agent import exporter, protocol, server
 from slurmpod.prolog_epilog.agent.protocol import Aged, Answer, HookAnswer, HookRequest, Refusal, Request
 from slurmpod.prolog_epilog.agent.state import Latest, Observed
 from slurmpod.prolog_epilog.check import Check, GpuSource
@@ -89,6 +91,7 @@ class AgentSettings:
     nvml_init_timeout: float = NVML_INIT_TIMEOUT
     allowed_uids: frozenset[int] = server.DEFAULT_ALLOWED_UIDS
     socket_gid: int | None = wk.SLURM_UID  # the socket's group (SlurmUser's group has its uid's number)
+    metrics_port: int = wk.HEALTH_AGENT_METRICS_PORT  # 0: no live metrics
 
 
 class Agent:
@@ -113,6 +116,7 @@ class Agent:
         self.latest = Latest()
         self.restart_needed = threading.Event()  # set once NVML hung in this process
         self._sweepers = scratch.Sweepers()  # the epilogs' trash, emptied beside the agent, one at a time
+        self.observations = exporter.Observations()  # what the live metrics are built from
 
     # --- NVML, held for the agent's lifetime ---
     def open(self) -> None:
@@ -175,10 +179,11 @@ class Agent:
             the_job = JobInfo()
             try:
                 the_job = job.from_env(env)
-                code, _ = hooks.run_hook(request.context, env, slurm=self._slurm_client(), err=err,
-                                         sweep=self._sweepers, gpus=lambda _deadline: self._gpus(), checks=self._checks,
-                                         run_cmd=self._run_cmd, libraries=self._libraries,
-                                         deadline_cap=max(0.1, deadline.left() - ANSWER_MARGIN_S))
+                code, report = hooks.run_hook(request.context, env, slurm=self._slurm_client(), err=err,
+                                              sweep=self._sweepers, gpus=lambda _deadline: self._gpus(),
+                                              checks=self._checks, run_cmd=self._run_cmd, libraries=self._libraries,
+                                              deadline_cap=max(0.1, deadline.left() - ANSWER_MARGIN_S))
+                self.observations.record(report.context, report.results, report.duration, time.time())
             except BadInput as exc:  # what the Python hook exits 2 with
                 print(f"slurmpod {name}: bad input: {exc}", file=err)
                 code = 2
@@ -186,6 +191,7 @@ class Agent:
         finally:
             self._run_lock.release()
             self._note_hang()
+        self.observations.hook_answered(name, code)
         log.info("hook=%s job=%s exit=%d duration=%.3f", name, the_job.job_id, code, self._clock.monotonic() - started)
         return HookAnswer(code, err.getvalue())
 
@@ -193,6 +199,11 @@ class Agent:
         if isinstance(self._nv, nvml.Nvml) and self._nv.hung is not None and not self.restart_needed.is_set():
             log.error("NVML hung in %s: the agent exits so that a new process opens NVML afresh", self._nv.hung)
             self.restart_needed.set()
+
+    def xid_totals(self) -> dict[str, int]:
+        """The node's XID counts ("GPU:CODE" -> n), as the checks keep them in the state dir."""
+        totals = StateDir(self._s.state_dir).read("xid").get("totals", {})
+        return {str(k): int(v) for k, v in totals.items()}
 
     def init_hung(self) -> bool:
         return isinstance(self._nv, nvml.NvmlHung)
@@ -237,8 +248,11 @@ class Agent:
                 env = hooks.check_env(self._s, request.context, cfg, the_job=request.job,
                                       state=StateDir(self._s.state_dir), gpus=self._gpus(),
                                       run_cmd=self._run_cmd, libraries=self._libraries(planned))
+                started = self._clock.monotonic()
                 verdicts = runner.run_verdicts(planned, env, run_deadline, self._clock,
                                                known={n: o.verdict for n, o in fresh.items()})
+                self.observations.record(request.context, [runner.resolve(v) for v in verdicts],
+                                         self._clock.monotonic() - started, time.time())
         finally:
             self._run_lock.release()
             self._note_hang()
@@ -300,7 +314,8 @@ def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     s = hooks.settings_from(env, Context.PERIODIC, act=False, config_path=args.config, state_dir=args.state_dir,
                            metrics_dir="")
     settings = AgentSettings(socket=Path(args.socket), interval_s=float(args.interval), max_age_s=float(args.max_age),
-                             allowed_uids=server.DEFAULT_ALLOWED_UIDS | {os.geteuid()})
+                             allowed_uids=server.DEFAULT_ALLOWED_UIDS | {os.geteuid()},
+                             metrics_port=int(args.metrics_port))
     agent = Agent(s, settings)
     # The hooks it runs read their settings from the environment: the options given win, as for checks.
     agent.use_environment({**env, wk.ENV_HEALTH_CONFIG: str(s.config_path), wk.ENV_HEALTH_STATE_DIR: str(s.state_dir)})
@@ -315,6 +330,8 @@ def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)  # supervisord's stopsignal
     signal.signal(signal.SIGINT, on_signal)
+    metrics = exporter.LiveMetrics(agent.observations, agent.xid_totals, settings.metrics_port, stop)
+    metrics.start()
     scheduled = threading.Thread(target=agent.schedule, args=(stop,), name="agent-schedule", daemon=True)
     scheduled.start()
     threading.Thread(target=_exit_on_hang, args=(agent, stop), name="agent-hang-watch", daemon=True).start()
@@ -325,5 +342,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         stop.set()
         sock.close()
         settings.socket.unlink(missing_ok=True)
+        metrics.shutdown()
         agent.close()
     return 0
+

@@ -10,6 +10,7 @@ Every wait is bounded by a worst case printed with what was measured.
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import healthkit
@@ -72,6 +73,31 @@ def test_a_jobs_prolog_and_epilog_run_in_the_health_agent(session: Session) -> N
     waited = _served(session, worker, job_id, since)
     print(f"agent's lines for job {job_id} seen {waited:.1f}s after it ended (bound {LOG_WORST_S:.0f}s)")
     wait_idle(session, worker)
+
+
+SCRAPE_S = 10.0  # one GET of a few kB, answered from memory
+
+
+@pytest.mark.smoke
+def test_the_agents_metrics_are_scraped_live_from_outside_the_pods(session: Session) -> None:
+    """What Prometheus does, from the Docker host, which no pod's egress policy governs (the suite's
+    clusters enforce the chart's NetworkPolicies, and no slurmpod pod is a scraper): GET /metrics on the
+    worker pod's IP, after a job."""
+    worker = session.cluster.workers[0]
+    wait_idle(session, worker)
+    wait_for("health-agent RUNNING", lambda: _status(session, worker)[0] == "RUNNING" or None, RESTART_WORST_S)
+    since = time.time()
+    _served(session, worker, _job(session, worker), since)
+    nets = session.client.containers.get(worker).attrs["NetworkSettings"]["Networks"]
+    url = f"http://{next(iter(nets.values()))['IPAddress']}:{wk.HEALTH_AGENT_METRICS_PORT}/metrics"
+    with urllib.request.urlopen(url, timeout=SCRAPE_S) as resp:
+        lines = resp.read().decode().splitlines()
+    assert 'slurmpod_health_check_status{check="disk",context="prolog"} 0.0' in lines, lines[-50:]
+    assert 'slurmpod_health_check_status{check="gpu-memory",context="epilog"} 0.0' in lines
+    ok_at = [ln for ln in lines
+             if ln.startswith('slurmpod_health_check_last_success_timestamp_seconds{check="disk",context="prolog"}')]
+    assert ok_at and float(ok_at[0].split()[-1]) >= since - 1, ok_at
+    assert any(ln.startswith('slurmpod_health_agent_hooks_total{exit_code="0",hook="prolog"}') for ln in lines)
 
 
 @pytest.mark.smoke

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from clusterkit import Session, own_cluster
 
+from slurmpod import well_known as wk
 from slurmpod_host.cluster import netenforce, netpolicy
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.netpol]
@@ -86,6 +87,12 @@ def test_allowed_connections_succeed(enforced: Session) -> None:
     assert _probe(enforced, c.controller, _acct(enforced), SLURMDBD)[0] == "open"
     assert _probe(enforced, _acct(enforced), _db(enforced), MARIADB)[0] == "open"  # slurmdbd to MariaDB
     assert _probe(enforced, c.workers[0], c.controller, SLURMCTLD)[0] == "open"
+
+
+def test_the_login_pod_cannot_scrape_the_health_agent(enforced: Session) -> None:
+    """The port's ingress admits networkPolicy.metricsFrom (anyone by default), for a scraper outside the
+    release; the login pod's egress, where users have a shell, lists no such port."""
+    _refused(enforced, enforced.cluster.login, enforced.cluster.workers[0], wk.HEALTH_AGENT_METRICS_PORT)
 
 
 def test_the_login_pod_cannot_reach_mariadb(enforced: Session) -> None:

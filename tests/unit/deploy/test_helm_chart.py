@@ -268,6 +268,8 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
      "set nodesets.workers.cgroup.acceptNodeRootEquivalent: true"),
     (["--set=cluster.srunPortRange=60001"], 'cluster.srunPortRange: "60001" must be FIRST-LAST'),
     (["--set-string=cluster.requeue.fast=yes"], 'cluster.requeue.fast: "yes" must be true or false'),
+    (["--set=healthAgent.metricsPort=65536"], 'healthAgent.metricsPort: "65536" must be a TCP port'),
+    (["--set-string=healthAgent.metricsPort=9402 --x"], 'healthAgent.metricsPort: "9402 --x" must be a TCP port'),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
@@ -388,7 +390,8 @@ def test_network_policies_allow_exactly_the_ports_the_cluster_uses() -> None:
         ("*", "TCP", 443, None), ("*", "TCP", 6443, None)}  # k8s-sync: the API server
     assert _rules(pols["worker"], "ingress") == {
         ("controller", "TCP", 6818, None), ("login", "TCP", 6818, None), ("login", "TCP", 22, None),
-        ("controller", *SRUN), ("worker", "TCP", None, None)}  # PMIx: ephemeral ports between workers
+        ("controller", *SRUN), ("worker", "TCP", None, None),  # PMIx: ephemeral ports between workers
+        ("*", "TCP", 9402, None)}  # the health agent's live metrics, for Prometheus
     assert _rules(pols["worker"], "egress") == DNS | {
         ("controller", "TCP", 6817, None), ("worker", "TCP", None, None), ("login", *SRUN)}
     assert _rules(pols["login"], "ingress") == {("*", "TCP", 22, None), ("worker", *SRUN), ("controller", *SRUN)}
@@ -420,6 +423,15 @@ def test_network_policies_select_the_release_and_follow_values() -> None:
     assert ("10.0.0.1/32", "TCP", 6443, None) in _rules(narrowed["controller"], "egress")
     assert ("worker", "TCP", 61000, 61999) in _rules(narrowed["login"], "ingress")
     assert ("192.0.2.0/24", "TCP", 22, None) in _rules(narrowed["login"], "ingress")
+    scrapers = _policies(_template("--set=healthAgent.metricsPort=9500",
+                                   "--set=networkPolicy.metricsFrom[0].ipBlock.cidr=198.51.100.0/24"))
+    assert {r for r in _rules(scrapers["worker"], "ingress") if r[2] in (9402, 9500)} == {
+        ("198.51.100.0/24", "TCP", 9500, None)}
+    for off in (["--set=healthAgent.metricsPort=0"], ["--set=healthAgent.enabled=false"]):
+        docs = _template(*off)
+        assert not {r for r in _rules(_policies(docs)["worker"], "ingress") if r[2] == 9402}
+        (worker,) = _find(docs, "StatefulSet", "slurmpod-worker")["spec"]["template"]["spec"]["containers"]
+        assert "health-metrics" not in {p["name"] for p in worker["ports"]}
     assert not [d for d in _template("--set=networkPolicy.enabled=false") if d["kind"] == "NetworkPolicy"]
 
 

@@ -112,12 +112,22 @@ def test_a_worker_runs_the_health_agent_before_slurmd_unless_it_is_off(tmp_path:
     on = {prog.name: prog for prog in _plan(pod, "worker").programs}
     agent = on["health-agent"]
     assert agent.priority < on["slurmd"].priority and agent.restart == "true"
-    assert agent.script.splitlines()[-1] == "exec /usr/local/bin/slurmpod daemon health-agent"
+    assert agent.script.splitlines()[-1] == "exec /usr/local/bin/slurmpod daemon health-agent --metrics-port 9402"
+    moved = {prog.name: prog for prog in _plan(pod, "worker", SLURMPOD_HEALTH_AGENT_METRICS_PORT="0").programs}
+    assert moved["health-agent"].script.splitlines()[-1].endswith(" --metrics-port 0")
     off = _plan(pod, "worker", SLURMPOD_HEALTH_AGENT="false")
     assert "health-agent" not in [prog.name for prog in off.programs]
     with pytest.raises(BadInput) as err:
         _plan(pod, "worker", SLURMPOD_HEALTH_AGENT="yes")
     assert [(pr.field, pr.value) for pr in err.value.problems] == [(wk.ENV_HEALTH_AGENT, "yes")]
+
+
+@pytest.mark.parametrize("port", ["65536", "-1", "9402 --socket /tmp/x", "9402\n", "", "\u0669"])
+def test_a_bad_health_agent_metrics_port_fails_worker_start_naming_it(tmp_path: Path, port: str) -> None:
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+    with pytest.raises(BadInput) as err:
+        _plan(pod, "worker", SLURMPOD_HEALTH_AGENT_METRICS_PORT=port)
+    assert [(pr.field, pr.value) for pr in err.value.problems] == [(wk.ENV_HEALTH_AGENT_METRICS_PORT, port)]
 
 
 def test_worker_with_a_bad_task_environment_setting_exits_2(tmp_path: Path) -> None:

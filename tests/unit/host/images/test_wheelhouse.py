@@ -28,7 +28,8 @@ def test_download_command_targets_the_image_python(flavor: str, py: str, abi: st
     assert values_after(cmd, "--dest") == ["/wh"]
     assert {"manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"} <= set(
         values_after(cmd, "--platform"))
-    assert cmd[-7:] == ["jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py", "kubernetes", "pip"]
+    assert cmd[-8:] == ["jinja2", "pyyaml", "supervisor", "cffi", "nvidia-ml-py", "prometheus-client", "kubernetes",
+                        "pip"]
     assert "kubernetes" not in flavors.PYTHON_REQUIREMENTS  # downloaded for the controller, installed there alone
 
 
