@@ -175,6 +175,8 @@ READY_TIMEOUT_S = 120
 # The shipped ConfigMap's hook lines (values `cluster.hooks` of deploy/helm/slurmpod); null turns a hook off.
 PROLOG_LINE = (f"prolog: {wk.PROLOG_BIN}", "prolog: null")
 EPILOG_LINE = (f"epilog: {wk.EPILOG_BIN}", "epilog: null")
+# Hooks that do nothing: what slurmd's running of a Prolog and an Epilog costs by itself, the floor any hook has.
+TRUE_HOOKS = ((f"prolog: {wk.PROLOG_BIN}", "prolog: /bin/true"), (f"epilog: {wk.EPILOG_BIN}", "epilog: /bin/true"))
 
 
 def _start_latencies(client: Any, login: str, worker: str, jobs: int) -> list[float]:
@@ -282,6 +284,7 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
     with_hooks = spec["cluster.yaml"]
     no_prolog = _without(with_hooks, PROLOG_LINE)
     neither = _without(with_hooks, PROLOG_LINE, EPILOG_LINE)
+    noop = _without(with_hooks, *TRUE_HOOKS)
     every = workers or [worker]
     idle = f"sinfo -h -n {worker} -t idle -o %n | grep -qx {worker}"
     _wait(client, controller, idle, f"{worker} IDLE")
@@ -304,6 +307,9 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
         _start_latencies(client, login, worker, 3)
         bare = _start_latencies(client, login, worker, jobs)
         array_off = _array_s(client, login, array_tasks)
+        _set_hooks(client, cluster, controller, worker, noop)
+        _start_latencies(client, login, worker, 3)
+        true_hooks = _start_latencies(client, login, worker, jobs)
     finally:
         _set_hooks(client, cluster, controller, worker, with_hooks)
     added = median(ours) - median(epilog_only)
@@ -315,6 +321,14 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
     report.add(Figure(f"{label}job start latency with the prolog and epilog, health agent off: the Python hooks "
                       f"(median of {jobs} sruns)", "s", median(python_hooks), median(bare), "same cluster, hooks off",
                       samples=tuple(python_hooks), baseline_samples=tuple(bare)))
+    report.add(Figure(f"{label}job start latency with /bin/true as prolog and epilog: slurmd's own cost of "
+                      f"running hooks (median of {jobs} sruns)", "s", median(true_hooks), median(bare),
+                      "same cluster, hooks off", samples=tuple(true_hooks), baseline_samples=tuple(bare)))
+    over_true = median(ours) - median(true_hooks)
+    report.add(Figure(f"{label}job start latency, health agent on, against /bin/true hooks (median of {jobs} sruns)",
+                      "s", median(ours), median(true_hooks), "same cluster, /bin/true hooks",
+                      floor=f"<= +{AGENT_FLOOR_S * 1000:g} ms", ok=over_true <= AGENT_FLOOR_S,
+                      samples=tuple(ours), baseline_samples=tuple(true_hooks)))
     report.add(Figure(f"{label}job start latency with the epilog only, agent on (median of {jobs} sruns)", "s",
                       median(epilog_only), median(bare), "same cluster, hooks off", samples=tuple(epilog_only),
                       baseline_samples=tuple(bare)))
