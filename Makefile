@@ -37,10 +37,12 @@ k8s-up: bootstrap
 k8s-down: bootstrap
 	$(SP) k8s down
 
-## test-faults: the twelve GPU faults end to end on 24.11 (about 12 min: each requeue waits out cred_expire, 30 s here)
+## test-faults: the twelve GPU faults end to end on both flavors (about 12 min each: each requeue waits out cred_expire, 30 s here)
 test-faults: bootstrap
 	$(SP) images build --flavor 24.11
+	$(SP) images build --flavor 26.05
 	SLURMPOD_TEST_FLAVOR=24.11 $(PYTEST) -m faults tests/cluster
+	SLURMPOD_TEST_FLAVOR=26.05 $(PYTEST) -m faults tests/cluster
 
 ## test-netpol: the NetworkPolicies enforced in the emulator (iptables on its bridge; root, br_netfilter), on 24.11
 test-netpol: bootstrap
