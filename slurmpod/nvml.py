@@ -21,6 +21,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -91,6 +92,26 @@ def open_library(path: str = NVML_LIBRARY) -> ctypes.CDLL:
         return ctypes.CDLL(path)
     except OSError as exc:
         raise NvmlAbsent(f"no NVML library ({path}): {exc}") from None
+
+
+PROC_MAPS = Path("/proc/self/maps")
+
+
+def loaded_from(name: str = NVML_LIBRARY, maps: Path = PROC_MAPS) -> Path | None:
+    """Where a new process would find ``name``: ``name`` beside the file of that library this process
+    mapped (the driver installs its soname link next to the versioned file), or None when none is mapped.
+    A process that holds NVML open keeps it after the file goes; a new one cannot load it.
+    Ref: https://man7.org/linux/man-pages/man5/proc_pid_maps.5.html"""
+    stem = name.split(".so", 1)[0] + ".so"
+    try:
+        lines = maps.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].startswith("/") and Path(fields[5]).name.startswith(stem):
+            return Path(fields[5]).parent / name
+    return None
 
 
 class _Worker:

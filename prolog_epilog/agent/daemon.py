@@ -110,6 +110,7 @@ class Agent:
         self._nv: nvml.Nvml | Exception = nvml.NvmlError("nvmlInit", -1, "not opened yet")
         self._run_lock = threading.Lock()
         self._watch: rd.XidWatch | None = None
+        self._library_file: Path | None = None  # where a new process finds the NVML this one holds
         self._jobs: dict[int, tuple[int, ...]] = {}  # job id -> its GPUs, from its prolog to its epilog
         self._env: dict[str, str] = {}
         self._slurm: SlurmClient | None = None
@@ -124,7 +125,8 @@ class Agent:
             lib = self._library()
             self._nv = self._stack.enter_context(nvml.session(
                 lib, call_timeout=self._a.nvml_call_timeout, init_timeout=self._a.nvml_init_timeout))
-            log.info("NVML open")
+            self._library_file = nvml.loaded_from()
+            log.info("NVML open (%s)", self._library_file or "library path unknown")
         except (nvml.NvmlAbsent, nvml.NvmlHung, nvml.NvmlError) as exc:
             self._nv = exc
             log.warning("NVML not open: %s", exc)
@@ -150,7 +152,12 @@ class Agent:
     def _gpus(self) -> GpuSource:
         if isinstance(self._nv, nvml.NvmlError):  # not absent, not hung: worth another try
             self.open()
-        return GpuSource.held(self._nv, xid_watch=self._watch, jobs_on_gpus=self.jobs_on_gpus())
+        held: nvml.Nvml | Exception = self._nv
+        if isinstance(held, nvml.Nvml) and self._library_file is not None and not self._library_file.exists():
+            # The session still answers, but nothing started now (a job, slurmd's gpu/nvml, the hooks
+            # without the agent) can load NVML: the node is judged as if it had none.
+            held = nvml.NvmlAbsent(f"no NVML library ({self._library_file}): gone since the agent opened it")
+        return GpuSource.held(held, xid_watch=self._watch, jobs_on_gpus=self.jobs_on_gpus())
 
     # --- the jobs between their prolog and their epilog ---
     def jobs_on_gpus(self) -> dict[int, int]:

@@ -16,6 +16,8 @@ from pathlib import Path
 import paths
 import pytest
 
+from slurmpod import nvml
+
 FAKE_SRC = paths.TESTS / "fakes" / "nvml" / "fake_nvml.c"
 
 PROBE = """
@@ -78,3 +80,20 @@ def test_render_node_reports_gres_from_nvml(fake_nvml_dir: Path, tmp_path: Path)
                           capture_output=True, text=True, env=env, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert " Gres=gpu:2 " in f" {proc.stdout.strip()} ", proc.stdout
+
+
+def test_loaded_from_names_the_soname_beside_the_mapped_file(tmp_path: Path) -> None:
+    maps = tmp_path / "maps"
+    maps.write_text(
+        "7f00-7f01 r--p 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f02-7f03 r-xp 00001000 08:01 12 /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15\n"
+        "7f04-7f05 rw-p 00000000 00:00 0 \n", encoding="utf-8")
+    assert nvml.loaded_from(maps=maps) == Path("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+
+
+def test_loaded_from_is_none_without_the_library_mapped(tmp_path: Path) -> None:
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r--p 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                    "7f04-7f05 rw-p 00000000 00:00 0 [heap]\n", encoding="utf-8")
+    assert nvml.loaded_from(maps=maps) is None
+    assert nvml.loaded_from(maps=tmp_path / "absent") is None

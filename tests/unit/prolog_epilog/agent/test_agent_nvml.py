@@ -6,6 +6,7 @@ raised between jobs reaches the agent's lifetime event set."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,14 +29,14 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build(tmp_path_factory.getbasetemp() / "fake-gpu-libs")
 
 
-def _start(libs: Path, tmp: Path, state: str) -> tuple[subprocess.Popen[str], Path]:
+def _start(libs: Path, tmp: Path, state: str, extra_config: str = "") -> tuple[subprocess.Popen[str], Path]:
     (tmp / "kmsg").write_text("", encoding="utf-8")
     # The check's timeout (0.5 s) is below the adapter's per-call deadline (2 s): the check itself is
     # what does not return, as a check does whose call is stuck longer than the check may take.
     (tmp / "health.yaml").write_text(
         f"kernel_log: {tmp / 'kmsg'}\n"
-        "checks: {temperature: {timeout: 0.5}, cuda-memory: {enabled: false}, nccl-allreduce: {enabled: false}}\n",
-        encoding="utf-8")
+        "checks: {temperature: {timeout: 0.5}, cuda-memory: {enabled: false}, nccl-allreduce: {enabled: false}}\n"
+        + extra_config, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "FAKE_NVML", "CUDA_"))}
     env.update(LD_LIBRARY_PATH=str(libs), FAKE_NVML_STATE=str(write_state(tmp / "state", state)),
                SLURMPOD_AUTH="slurm")
@@ -107,6 +108,28 @@ def test_a_healthy_node_is_answered_from_the_held_session(libs: Path, tmp_path: 
     finally:
         out = _stop(proc, sock)
     assert out.count("NVML open") == 1  # one session for every run
+
+
+def test_an_nvml_library_gone_from_the_pod_fails_the_prolog_though_the_session_holds_it(
+        libs: Path, tmp_path: Path) -> None:
+    """The agent keeps the library it opened; a job or hook started after the file went cannot load
+    it. The prolog then judges the node as one without NVML, and the next run after the file is back
+    passes on the same session."""
+    own = tmp_path / "libs"
+    shutil.copytree(libs, own, symlinks=True)
+    library = own / "libnvidia-ml.so.1"
+    proc, sock = _start(own, tmp_path, "gpus=2", "expected_gpus: 2\n")
+    try:
+        library.rename(own / "libnvidia-ml.so.1.away")
+        gone = _by_check(Client(sock).ask(Request(Context.PROLOG, JobInfo(21, (0, 1))), 8.0))["gpu-count"]
+        (own / "libnvidia-ml.so.1.away").rename(library)
+        back = _by_check(Client(sock).ask(Request(Context.PROLOG, JobInfo(22, (0, 1))), 8.0))["gpu-count"]
+    finally:
+        out = _stop(proc, sock)
+    assert isinstance(gone, CheckResult) and gone.status is Status.FAIL, gone
+    assert gone.reason == "no NVML library, 2 GPUs expected", gone
+    assert isinstance(back, CheckResult) and (back.status, back.reason) == (Status.OK, "2 GPUs"), back
+    assert out.count("NVML open") == 1 and f"NVML open ({library})" in out, out[-3000:]
 
 
 def _hook(sock: Path, hook: str, env: dict[str, str], wait: float = 10.0) -> HookAnswer:
