@@ -56,6 +56,7 @@ API_DOWN_S = 4 * K8S_SYNC_INTERVAL_S + 4
 EVICTED_BOUND_S = 5.0
 # The check's drain, then a pass that sees the worker drained and idle (measured 12 s on a loaded host).
 RESTART_BOUND_S = 30.0  # an eviction the API server admits deletes the pod at once (graceful: preStop runs)
+WORKER_GRACE_S = 60.0  # nodesets.workers.terminationGracePeriodSeconds: the kubelet's bound on preStop + stop
 JOB_BOUND_S = 60.0
 
 
@@ -311,11 +312,16 @@ def test_a_restart_pod_fault_restarts_the_idle_worker_once(agreement: Kube) -> N
     reason = "slurmpod: mounts: restart pod: not mounted: /datasets"
     wait_for(f"{w0} drained by the mounts check", lambda: _drained_with(kube, w0, reason), 10)
     try:
-        _, waited = wait_for(f"{w0} deleted for a restart", lambda: True if (_pod(kube, w0) or {}).get(
-            "metadata", {}).get("uid") != uid else None, RESTART_BOUND_S)
+        def deleting() -> bool | None:
+            meta = (_pod(kube, w0) or {}).get("metadata", {})
+            return True if meta.get("uid") != uid or meta.get("deletionTimestamp") else None
+
+        _, waited = wait_for(f"{w0} deleted for a restart", deleting, RESTART_BOUND_S)
         note(f"restart-pod fault -> {w0} deleted after {waited:.1f}s")
         assert _events(kube, w0, "SlurmpodRestartPod")
-        wait_for(f"{w0}'s replacement running", lambda: _running(kube, w0), READY_TIMEOUT_S)
+        # The old pod terminates gracefully first (preStop, then the kubelet's grace period at most).
+        wait_for(f"{w0}'s replacement running", lambda: True if _running(kube, w0) and (_pod(kube, w0) or {}).get(
+            "metadata", {}).get("uid") != uid else None, WORKER_GRACE_S + READY_TIMEOUT_S)
         new_uid = (_pod(kube, w0) or {})["metadata"]["uid"]
         wait_for(f"{w0}'s health drain kept by the new pod", lambda: _drained_with(kube, w0, reason), 30)
         time.sleep(QUIET_S)
