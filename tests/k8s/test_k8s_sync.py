@@ -319,9 +319,9 @@ def test_a_restart_pod_fault_restarts_the_idle_worker_once(agreement: Kube) -> N
         _, waited = wait_for(f"{w0} deleted for a restart", deleting, RESTART_BOUND_S)
         note(f"restart-pod fault -> {w0} deleted after {waited:.1f}s")
         assert _events(kube, w0, "SlurmpodRestartPod")
-        # The old pod terminates gracefully first (preStop, then the kubelet's grace period at most).
-        wait_for(f"{w0}'s replacement running", lambda: True if _running(kube, w0) and (_pod(kube, w0) or {}).get(
-            "metadata", {}).get("uid") != uid else None, WORKER_GRACE_S + READY_TIMEOUT_S)
+        # The old pod, deleting, is never _running; it terminates gracefully first (preStop, then the
+        # kubelet's grace period at most).
+        wait_for(f"{w0}'s replacement running", lambda: _running(kube, w0), WORKER_GRACE_S + READY_TIMEOUT_S)
         new_uid = (_pod(kube, w0) or {})["metadata"]["uid"]
         wait_for(f"{w0}'s health drain kept by the new pod", lambda: _drained_with(kube, w0, reason), 30)
         time.sleep(QUIET_S)
