@@ -260,11 +260,11 @@ class Agent:
                                                known={n: o.verdict for n, o in fresh.items()})
                 self.observations.record(request.context, [runner.resolve(v) for v in verdicts],
                                          self._clock.monotonic() - started, time.time())
+            if periodic:  # before the lock goes: a run waiting for it reuses these, not runs them again
+                self.latest.record((v for v in verdicts if v.check in ran), self._clock.monotonic())
         finally:
             self._run_lock.release()
             self._note_hang()
-        if periodic:
-            self.latest.record((v for v in verdicts if v.check in ran), self._clock.monotonic())
         return self._answer(request, verdicts, fresh, ran)
 
     def _answer(self, request: Request, verdicts: tuple[Verdict, ...], fresh: Mapping[str, Observed],

@@ -10,7 +10,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,9 +23,10 @@ from slurmpod.prolog_epilog.agent import protocol, server
 from slurmpod.prolog_epilog.agent.client import Client
 from slurmpod.prolog_epilog.agent.daemon import Agent, AgentSettings
 from slurmpod.prolog_epilog.agent.protocol import Answer, Request
+from slurmpod.prolog_epilog.agent.state import Latest
 from slurmpod.prolog_epilog.check import Check, CheckEnv
 from slurmpod.prolog_epilog.job import JobInfo
-from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, Status, Unknown, fail, ok
+from slurmpod.prolog_epilog.result import CheckResult, Context, Remediation, Status, Unknown, Verdict, fail, ok
 from slurmpod.timing import Deadline, SystemClock
 
 NODE = "gpu-0"
@@ -98,6 +99,44 @@ def test_a_periodic_request_reuses_fresh_verdicts_and_runs_stale_ones(tmp_path: 
     answer = agent.answer(Request(Context.PERIODIC), Deadline(clock, 10))
     assert isinstance(answer, Answer)
     assert (temp.runs, answer.verdicts[0].age_s) == (2, 0.0)
+
+
+class _SlowLatest(Latest):
+    """Records a run's verdicts only after a while, as a loaded node might: a request waiting for the
+    run must still find them."""
+
+    def record(self, verdicts: Iterable[Verdict], at: float) -> None:
+        time.sleep(0.3)
+        super().record(verdicts, at)
+
+
+def test_a_periodic_request_that_waited_for_the_scheduled_run_reuses_its_verdicts(tmp_path: Path) -> None:
+    entered, release = threading.Event(), threading.Event()
+    runs = []
+
+    def gated(env: CheckEnv) -> CheckResult:
+        runs.append(1)
+        entered.set()
+        release.wait(5)
+        return ok("gated", "fine")
+
+    agent = _agent(tmp_path, (Check("gated", frozenset(Context), gated, timeout=5),))
+    agent.latest = _SlowLatest()
+    agent.open()
+    scheduled = threading.Thread(target=agent.periodic_pass)
+    scheduled.start()
+    assert entered.wait(5)
+    answers: list[object] = []
+    waiting = threading.Thread(target=lambda: answers.append(
+        agent.answer(Request(Context.PERIODIC), Deadline(SystemClock(), 10))))
+    waiting.start()
+    time.sleep(0.2)  # the request reaches the run lock the scheduled run holds
+    release.set()
+    scheduled.join(5)
+    waiting.join(10)
+    assert len(runs) == 1, "the waiting request ran the checks again"
+    answer = answers[0]
+    assert isinstance(answer, Answer) and _result(answer.verdicts[0].verdict).status is Status.OK
 
 
 def test_a_prolog_request_runs_its_checks_for_its_job(tmp_path: Path) -> None:
