@@ -1,9 +1,15 @@
-"""Jobs as the researcher on the login pod, through the real Services and pod DNS."""
+"""Jobs as the researcher on the login pod, through the real Services and pod DNS, and ssh in through the
+login Service."""
 
 from __future__ import annotations
 
-from kubekit import Kube
+import subprocess
+from pathlib import Path
+
+from kubekit import RELEASE, Kube
 from waiting import wait_for
+
+from slurmpod import well_known as wk
 
 
 def test_srun_on_both_workers(kube: Kube) -> None:
@@ -26,3 +32,28 @@ def test_pod_names_resolve_through_the_headless_service(kube: Kube) -> None:
         got, _ = wait_for(f"{name} resolves on the login pod",
                           lambda n=name: kube.exec(kube.login, "getent", "hosts", n).stdout or None, 10)
         assert got.split()[0].startswith("10.244."), got
+
+
+def test_the_researcher_sshs_in_through_the_login_service(kube: Kube, tmp_path: Path) -> None:
+    """kube-proxy's rules take the login Service's cluster IP to sshd from the node, as a bastion's or a
+    load balancer's traffic is; the host key is the ssh-host-keys Secret's."""
+    svc = kube.get("service", f"{RELEASE}-login")
+    ip, port = svc["spec"]["clusterIP"], svc["spec"]["ports"][0]["port"]
+    key = tmp_path / "id"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    public = (tmp_path / "id.pub").read_text(encoding="ascii").strip()
+    added = kube.as_researcher(f"mkdir -p -m 700 ~/.ssh && echo '{public}' >> ~/.ssh/authorized_keys && "
+                               "chmod 600 ~/.ssh/authorized_keys")
+    assert added.returncode == 0, added.stderr
+    host_key = kube.exec(kube.login, "ssh-keygen", "-y", "-f", wk.SSH_HOST_KEY)
+    assert host_key.returncode == 0, host_key.stderr
+    known = tmp_path / "known_hosts"
+    where = ip if port == 22 else f"[{ip}]:{port}"  # known_hosts names a non-default port in brackets, sshd(8)
+    known.write_text(f"{where} {' '.join(host_key.stdout.split()[:2])}\n", encoding="ascii")
+    done = subprocess.run(["ssh", "-p", str(port), "-i", str(key), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                           "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}",
+                           "-o", "ConnectTimeout=10", f"{wk.DEMO_USER}@{ip}", "hostname; id -un"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [kube.login, wk.DEMO_USER], done.stdout
+

@@ -270,10 +270,44 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set-string=cluster.requeue.fast=yes"], 'cluster.requeue.fast: "yes" must be true or false'),
     (["--set=healthAgent.metricsPort=65536"], 'healthAgent.metricsPort: "65536" must be a TCP port'),
     (["--set-string=healthAgent.metricsPort=9402 --x"], 'healthAgent.metricsPort: "9402 --x" must be a TCP port'),
+    (["--set=loginsets.login.service.type=External"], 'loginsets.login.service.type: "External": must be'),
+    (["--set-string=loginsets.login.service.port=22\nx: y"], 'loginsets.login.service.port: "22\\nx: y": must be'),
+    (["--set=loginsets.login.service.port=70000"], 'loginsets.login.service.port: "70000": must be'),
+    (["--set=loginsets.login.service.nodePort=30022"],
+     'loginsets.login.service.nodePort: "30022": a ClusterIP Service has no node port'),
+    (["--set=loginsets.login.service.type=NodePort", "--set-string=loginsets.login.service.nodePort=30022"],
+     'loginsets.login.service.nodePort: "30022": must be a port number'),
+    (["--set=loginsets.login.service.type=NodePort",
+      "--set=loginsets.login.service.loadBalancerSourceRanges={10.0.0.0/8}"],
+     'loginsets.login.service.loadBalancerSourceRanges: "[10.0.0.0/8]": only a LoadBalancer Service has them'),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
     assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def test_the_login_service_reaches_sshd_on_the_login_pods_only() -> None:
+    login = _find(RENDERS["default"], "Service", "slurmpod-login")
+    assert login["spec"]["type"] == "ClusterIP"
+    assert login["spec"]["selector"]["slurmpod.io/role"] == "login"
+    assert login["spec"]["ports"] == [{"name": "ssh", "port": 22, "protocol": "TCP", "targetPort": 22}]
+    selector = login["spec"]["selector"].items()
+    selected = [d["metadata"]["name"] for d in RENDERS["default"] if d["kind"] == "StatefulSet"
+                and selector <= d["spec"]["template"]["metadata"]["labels"].items()]
+    assert selected == ["slurmpod-login"]
+
+
+def test_the_login_service_type_node_port_and_source_ranges_follow_values() -> None:
+    docs = _template("--set=loginsets.login.service.type=LoadBalancer", "--set=loginsets.login.service.port=2222",
+                     "--set=loginsets.login.service.nodePort=30022",
+                     "--set=loginsets.login.service.loadBalancerSourceRanges={192.0.2.0/24}",
+                     "--set=loginsets.login.service.annotations.service\\.beta\\.kubernetes\\.io/aws-load-balancer-type=nlb")
+    spec = _find(docs, "Service", "slurmpod-login")
+    assert spec["spec"]["type"] == "LoadBalancer"
+    assert spec["spec"]["ports"] == [{"name": "ssh", "port": 2222, "protocol": "TCP", "targetPort": 22,
+                                      "nodePort": 30022}]
+    assert spec["spec"]["loadBalancerSourceRanges"] == ["192.0.2.0/24"]
+    assert spec["metadata"]["annotations"] == {"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}
 
 
 @pytest.mark.parametrize(("args", "fast"), [([], True), (["--set=cluster.requeue.fast=false"], False),

@@ -63,6 +63,7 @@ def test_bundle_has_every_object() -> None:
         ("PriorityClass", "training"),
         ("Role", "controller"),
         ("RoleBinding", "controller"),
+        ("Service", "login"),
         ("Service", "slurm"),
         ("ServiceAccount", "controller"),
         ("StatefulSet", "controller"),
@@ -82,7 +83,8 @@ def test_loader_strips_the_release_prefix_from_names_and_references() -> None:
 
 
 def test_service_is_headless_and_publishes_unready_pods() -> None:
-    (svc,) = BUNDLE.of_kind("Service")
+    svc = BUNDLE.find("Service", "slurm")
+    assert svc is not None
     assert svc.body["spec"]["clusterIP"] == "None"
     assert svc.body["spec"]["publishNotReadyAddresses"] is True
     for sts in STATEFULSETS.values():
