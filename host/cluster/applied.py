@@ -9,6 +9,7 @@ recreated pod gets the same key, subnet and templates, not whatever deploy/ says
 from __future__ import annotations
 
 import base64
+import dataclasses
 import ipaddress
 import json
 import os
@@ -24,6 +25,7 @@ from slurmpod.errors import BadInput, PermanentError
 from slurmpod.problems import Problems
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.podspec import ClusterParams
+from slurmpod_host.cluster.services import Published
 from slurmpod_host.cluster.volumes import resolve_secret
 
 FILE = "applied.json"
@@ -59,7 +61,8 @@ def to_json(applied: Applied) -> str:
         "params": {"name": p.name, "subnet": str(p.subnet), "clusterUid": str(p.cluster_uid),
                    "created": p.created.isoformat(), "nodeCpu": str(p.node_cpu),
                    "nodeMemory": str(p.node_memory), "flavor": p.flavor, "workers": p.workers,
-                   "nodeName": p.node_name, "enforceNetworkPolicy": p.enforce_network_policy},
+                   "nodeName": p.node_name, "enforceNetworkPolicy": p.enforce_network_policy,
+                   "published": [dataclasses.asdict(x) for x in p.published]},
         "namespace": applied.bundle.namespace,
         "documents": [{"source": d.source, "body": d.body} for d in applied.bundle.documents],
     }
@@ -77,7 +80,8 @@ def from_json(text: str, where: str = FILE) -> Applied:
             cluster_uid=uuid.UUID(p["clusterUid"]),
             created=datetime.fromisoformat(p["created"]), node_cpu=Fraction(p["nodeCpu"]),
             node_memory=Fraction(p["nodeMemory"]), flavor=p["flavor"], workers=p["workers"],
-            node_name=str(p["nodeName"]), enforce_network_policy=bool(p.get("enforceNetworkPolicy", False)))
+            node_name=str(p["nodeName"]), enforce_network_policy=bool(p.get("enforceNetworkPolicy", False)),
+            published=tuple(Published(**x) for x in p.get("published", ())))
         docs = tuple(Document(str(d["source"]), d["body"]) for d in doc["documents"])
         return Applied(params, Bundle(str(doc["namespace"]), docs))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

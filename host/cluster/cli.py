@@ -12,7 +12,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -28,7 +28,9 @@ from slurmpod_host.cluster import (
     network,
     no_api,
     podspec,
+    publish,
     runtime,
+    services,
     slurmstate,
     state,
 )
@@ -76,6 +78,14 @@ def attach(client: Any, name: str) -> Cluster | None:
     first = {r: next(iter(running[r]), None) for r in wk.OPTIONAL_ROLES}
     return Cluster(name, state.state_dir(name), running["controller"][0], running["login"][0],
                    tuple(running["worker"]), 0.0, first["db"], first["accounting"], first["restapi"])
+
+
+def published(name: str) -> tuple[services.Published, ...]:
+    """The Service ports ``name`` publishes on the host's loopback (none when it has no saved state)."""
+    try:
+        return applied.load(state.state_dir(name)).params.published
+    except PermanentError:
+        return ()
 
 
 def _node_resources() -> tuple[Fraction, Fraction]:
@@ -151,7 +161,7 @@ def replace_stale(client: Any, name: str, out: TextIO) -> None:
         raise PermanentError(f"cluster {name!r} already exists ({len(existing.containers)} pods); "
                              f"`slurmpod cluster down --name {name}` first")
     print(f"cluster {name!r} has no pods left: replacing its stale network and volumes", file=out, flush=True)
-    for item in [*runtime.remove_all(client, name), *netenforce.remove(name)]:
+    for item in [*runtime.remove_all(client, name), *netenforce.remove(name), *publish.remove(name)]:
         print(f"removed {item}", file=out)
 
 
@@ -188,6 +198,9 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
         enforce_network_policy=enforce_network_policy)
     bundle = applied.resolve_secrets(bundle, os.urandom)  # generated once, kept for recreated pods
     plans = podspec.plan_cluster(bundle, params, os.urandom)
+    publish.remove(name)  # an earlier cluster's rules, whose bridge is gone
+    params = replace(params, published=services.choose(
+        services.wanted(bundle, plans, name), publish.taken(), services.free_loopback_port, services.listened))
     missing = runtime.missing_images(client, [p.image for p in plans])
     if missing:
         raise PermanentError(f"images missing: {', '.join(missing)}; build them with "
@@ -202,6 +215,10 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
         runtime.create_volumes(client, name, plans)
         print(f"network {params.network} {params.subnet} (internal bridge, gateway {params.gateway})",
               file=out)
+        publish.apply(name, netenforce.bridge_name(client.api.inspect_network(params.network)), params.gateway,
+                      params.published)
+        for p in params.published:
+            print(p.describe(), file=out)
         if enforce_network_policy:
             rules = netenforce.enforce(client, params, bundle, [netpolicy.Member.of(p) for p in plans])
             print(f"NetworkPolicies enforced: iptables chain {rules.chains[0]} ({len(rules.chains)} chains) "
@@ -229,7 +246,7 @@ def down(name: str, out: TextIO = sys.stdout) -> list[str]:
     """Remove every Docker object labelled for ``name`` and its state dir; idempotent."""
     state.check_name(name)  # before any Docker call or path: nothing outside the state root is removed
     client = runtime.connect()
-    removed = [*runtime.remove_all(client, name), *netenforce.remove(name)]
+    removed = [*runtime.remove_all(client, name), *netenforce.remove(name), *publish.remove(name)]
     if state.remove(state.state_dir(name)):
         removed.append(f"state {state.state_dir(name)}")
     for item in removed:
@@ -257,6 +274,8 @@ def status(name: str, out: TextIO = sys.stdout) -> int:
             print(f"  termination message: {st.message or '(empty)'}", file=out)
         if st.probe and not st.ready:
             print(f"\n{st.name}: not ready: {st.probe}", file=out)
+    for p in published(name):
+        print(f"\n{p.describe()}", file=out)
     running = [s.name for s in pods if s.state == "running" and s.role in {"controller", "login"}]
     if running:
         result = slurm_query(client, running, ["sinfo"])

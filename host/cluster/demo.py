@@ -29,7 +29,8 @@ from typing import Any, TextIO
 from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError
 from slurmpod.policy.decision import Verdict
-from slurmpod_host.cluster import cli, jobs, runtime
+from slurmpod_host.cluster import cli, jobs, runtime, services
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.images import build
 
 ARRAY_TASKS = 20
@@ -301,5 +302,9 @@ def main(args: argparse.Namespace) -> int:
     print("\n$ sinfo", file=out)
     cli.print_sinfo(cluster, out)
     print(f"\nshell in the login pod:  docker exec -it {cluster.login} su - {wk.DEMO_USER}", file=out)
+    for p in cli.published(args.name):
+        if p.key == host_wk.LOGIN_SSH:
+            print(f"ssh, with your key in ~{wk.DEMO_USER}/.ssh/authorized_keys:  "
+                  f"ssh -p {p.host_port} {wk.DEMO_USER}@{services.LOOPBACK}", file=out)
     print(f"tear down:               slurmpod cluster down --name {args.name}   (or: make clean)", file=out)
     return 0

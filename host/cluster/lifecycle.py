@@ -32,7 +32,7 @@ import docker
 
 from slurmpod.errors import BadInput, PermanentError
 from slurmpod.problems import Problems
-from slurmpod_host.cluster import applied, netenforce, netpolicy, podspec, quantity, runtime, state
+from slurmpod_host.cluster import applied, netenforce, netpolicy, podspec, publish, quantity, runtime, services, state
 from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.plan import PodPlan
@@ -233,9 +233,22 @@ def start_pod(client: Any, cluster: str, plan: PodPlan) -> None:
             client.volumes.create(name=volume, labels={host_wk.DOCKER_LABEL_CLUSTER: cluster})
     if params.enforce_network_policy:
         enforce_policies(client, cluster, plan)
+    _follow_published(client, cluster, plan)
     runtime.create_pod(client, plan, params, root)
     client.api.start(plan.name)
     log.info("started pod", extra={"ctx": {"pod": plan.name, "ip": plan.ip}})
+
+
+def _follow_published(client: Any, cluster: str, plan: PodPlan) -> None:
+    """Send the Service ports published to ``plan``'s pod to its address, saved for later pod operations."""
+    root = _root(cluster)
+    saved = applied.load(root)
+    moved = services.repoint(saved.params.published, plan.name, plan.ip)
+    if moved == saved.params.published:
+        return
+    params = dataclasses.replace(saved.params, published=moved)
+    applied.save(root, applied.Applied(params, saved.bundle))
+    publish.apply(cluster, netenforce.bridge_name(client.api.inspect_network(params.network)), params.gateway, moved)
 
 
 def policy_members(client: Any, cluster: str, new: PodPlan | None = None) -> list[netpolicy.Member]:

@@ -33,6 +33,7 @@ from slurmpod_host.cluster.downward import PodMeta, field_value
 from slurmpod_host.cluster.expansion import expand
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.plan import HostFile, Mount, MountKind, PodPlan, Probe
+from slurmpod_host.cluster.services import Published
 from slurmpod_host.cluster.volumes import VolumeContext, plan_volumes, resolve_secret
 
 # spec.nodeName of every emulated pod: they all run on this one Docker host.
@@ -93,6 +94,8 @@ class ClusterParams:
     node_name: str = EMULATED_NODE_NAME
     # Load the manifests' NetworkPolicies as iptables rules on the bridge (netenforce.py); off: not enforced.
     enforce_network_policy: bool = False
+    # The Service ports published on the host's loopback (services.py, publish.py), chosen at `cluster up`.
+    published: tuple[Published, ...] = ()
 
     @property
     def gateway(self) -> str:

@@ -11,3 +11,5 @@ DOCKER_LABEL_ROLE = "io.slurmpod.role"
 # default $XDG_STATE_HOME/slurmpod/clusters (~/.local/state/slurmpod/clusters).
 # Ref: https://specifications.freedesktop.org/basedir-spec/latest/
 ENV_STATE_DIR = "SLURMPOD_STATE_DIR"
+# The chart's login Service and its port, as services.Published.key names them.
+LOGIN_SSH = "login/ssh"

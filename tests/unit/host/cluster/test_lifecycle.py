@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import ipaddress
 import stat
 import uuid
@@ -18,6 +19,7 @@ from slurmpod.errors import BadInput
 from slurmpod_host.cluster import applied, manifests, podspec
 from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster.lifecycle import PodPatch, choose_ip, patch_template, split_pod_name
+from slurmpod_host.cluster.services import Published
 
 BUNDLE = manifests.load(manifests.default_dir())
 SUBNET = ipaddress.IPv4Network("10.213.9.0/24")
@@ -181,14 +183,16 @@ def test_resolve_secrets_generates_once_and_keeps_values() -> None:
 
 
 def test_applied_round_trip(tmp_path: Path) -> None:
-    saved = applied.Applied(PARAMS, applied.resolve_secrets(BUNDLE, _key))
+    params = dataclasses.replace(PARAMS, published=(Published("login", "ssh", "demo-login-0", "10.213.9.7", 22,
+                                                              40022),))
+    saved = applied.Applied(params, applied.resolve_secrets(BUNDLE, _key))
     applied.save(tmp_path, saved)
     assert stat.S_IMODE((tmp_path / applied.FILE).stat().st_mode) == 0o600
     loaded = applied.load(tmp_path)
-    assert loaded.params == PARAMS
+    assert loaded.params == params
     assert loaded.bundle == saved.bundle
     assert podspec.plan_cluster(loaded.bundle, loaded.params, _key) == \
-        podspec.plan_cluster(saved.bundle, PARAMS, _key)
+        podspec.plan_cluster(saved.bundle, params, _key)
 
 
 def test_applied_missing_or_garbage(tmp_path: Path) -> None:
