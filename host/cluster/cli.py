@@ -215,8 +215,7 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
         runtime.create_volumes(client, name, plans)
         print(f"network {params.network} {params.subnet} (internal bridge, gateway {params.gateway})",
               file=out)
-        publish.apply(name, netenforce.bridge_name(client.api.inspect_network(params.network)), params.gateway,
-                      params.published)
+        publish.apply_cluster(client, params)
         for p in params.published:
             print(p.describe(), file=out)
         if enforce_network_policy:

@@ -248,7 +248,7 @@ def _follow_published(client: Any, cluster: str, plan: PodPlan) -> None:
         return
     params = dataclasses.replace(saved.params, published=moved)
     applied.save(root, applied.Applied(params, saved.bundle))
-    publish.apply(cluster, netenforce.bridge_name(client.api.inspect_network(params.network)), params.gateway, moved)
+    publish.apply_cluster(client, params)
 
 
 def policy_members(client: Any, cluster: str, new: PodPlan | None = None) -> list[netpolicy.Member]:

@@ -18,8 +18,10 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from slurmpod.errors import PermanentError
+from slurmpod_host.cluster import netenforce, podspec
 from slurmpod_host.cluster.services import LOOPBACK, Published
 
 TIMEOUT_S = 30
@@ -104,6 +106,12 @@ def apply(cluster: str, bridge: str, gateway: str, published: Sequence[Published
             done = _run(["iptables", "-w", "-t", "nat", "-I", hook, "1", "-j", ours])
             if done.returncode != 0:
                 raise PermanentError(f"iptables refused the {hook} jump: {done.stderr.strip()}")
+
+
+def apply_cluster(client: Any, params: podspec.ClusterParams) -> None:
+    """``apply`` for the ports ``params`` publishes, on its cluster's bridge."""
+    apply(params.name, netenforce.bridge_name(client.api.inspect_network(params.network)), params.gateway,
+          params.published)
 
 
 def remove(cluster: str) -> list[str]:
