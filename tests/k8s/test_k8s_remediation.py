@@ -41,7 +41,9 @@ SYSTEM_LIBS = "/usr/lib/x86_64-linux-gnu"
 DEVICES = "for i in $(seq 0 15); do ln -sfn /dev/null /dev/nvidia$i; done"
 KERNEL_LOG = f"{FAKE_DIR}/state/{WORKER}.kmsg"  # in the pod
 START = (f"cp {FAKE_DIR}/lib/* {SYSTEM_LIBS}/ && ldconfig && {DEVICES} && exec slurmpod entrypoint worker")
-VALUES = ["--set=nodesets.workers.replicas=1", "--set=loginsets.login.enabled=false",
+# No worker at install: the worker's command is patched in first and the set then scaled to one, so only
+# the fake-GPU pod ever starts (a patch of a running set would start, drain and stop a worker first).
+VALUES = ["--set=nodesets.workers.replicas=0", "--set=loginsets.login.enabled=false",
           "--set=k8sSync.remediation.replaceNode=true",
           # The session's release holds most of the node's 2 CPUs.
           "--set=controller.slurmctld.resources.requests.cpu=50m",
@@ -129,7 +131,8 @@ def gpu(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
             shutil.copy2(f, lib / f.name)
         _state(home, HEALTHY)
         patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/command", "value": ["sh", "-c"]},
-                 {"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": [START]}]
+                 {"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": [START]},
+                 {"op": "replace", "path": "/spec/replicas", "value": 1}]
         kube.kubectl("-n", NAMESPACE, "patch", "statefulset", f"{RELEASE}-worker", "--type=json",
                      "-p", json.dumps(patch))
 
