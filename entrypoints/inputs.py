@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from slurmpod import confvalues, podinfo, slurm_version
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import roles, slinky
+from slurmpod.entrypoints import roles, slinky, sssd_conf
 from slurmpod.errors import BadInput
 from slurmpod.prolog_epilog import task_env
 
@@ -40,6 +40,8 @@ class Settings:
     ssh_host_key: Path
     db_password: Path = Path(wk.DB_PASSWORD_SECRET)
     jwt_key: Path = Path(wk.JWT_KEY_SECRET)
+    sssd_conf: Path = Path(wk.SSSD_CONF_SECRET)
+    sssd_binary: Path = Path(wk.SSSD_BINARY)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -54,6 +56,8 @@ class Settings:
                                       f"{wk.SSH_HOST_KEY_SECRET_DIR}/{wk.SSH_HOST_KEY_FILE}")),
             db_password=Path(env.get("SLURMPOD_DB_PASSWORD_FILE", wk.DB_PASSWORD_SECRET)),
             jwt_key=Path(env.get("SLURMPOD_JWT_KEY_FILE", wk.JWT_KEY_SECRET)),
+            sssd_conf=Path(env.get("SLURMPOD_SSSD_CONF_FILE", wk.SSSD_CONF_SECRET)),
+            sssd_binary=Path(env.get("SLURMPOD_SSSD_BINARY", wk.SSSD_BINARY)),
         )
 
 
@@ -75,6 +79,8 @@ class StartInput:
     accounting_host: str | None = None  # controller with accounting: slurmdbd's host
     db_host: str | None = None  # accounting: slurmdbd's StorageHost
     kube_api: access.Settings | None = None  # controller with the API topology source
+    sssd: sssd_conf.SssdConf | None = None  # login, worker, controller, restapi: the site's sssd.conf, if mounted
+    mkhomedir: bool = False  # with sssd: pam_mkhomedir makes a directory user's home on first ssh login
 
 
 def _default_gpus() -> tuple[Gpu, ...]:
@@ -135,6 +141,13 @@ def _health_agent(env: Mapping[str, str]) -> bool:
     return raw == "true"
 
 
+def _mkhomedir(env: Mapping[str, str]) -> bool:
+    raw = env.get(wk.ENV_SSSD_MKHOMEDIR, "false")
+    if raw not in ("true", "false"):
+        raise BadInput.one(wk.ENV_SSSD_MKHOMEDIR, raw, "must be true or false")
+    return raw == "true"
+
+
 def _health_agent_metrics_port(env: Mapping[str, str]) -> int:
     raw = env.get(wk.ENV_HEALTH_AGENT_METRICS_PORT, str(wk.HEALTH_AGENT_METRICS_PORT))
     if not (raw.isascii() and raw.isdigit()) or int(raw) > 65535:  # the TCP port range
@@ -165,6 +178,9 @@ def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky
         spec = cluster_spec.load(settings.cluster_spec)
     inp = StartInput(role, pod, settings, auth(env, spec) if kind.auth and with_auth else wk.AUTH_MUNGE, spec,
                      operator)
+    if kind.directory:
+        conf = sssd_conf.read(settings.sssd_conf, role, settings.sssd_binary)
+        inp = dataclasses.replace(inp, sssd=conf, mkhomedir=_mkhomedir(env))
     if kind.node:
         return dataclasses.replace(inp, slurm_version=slurm_version.detect(env),
                                    nodeset=env.get(wk.ENV_NODESET) or None, task_env=task_env.Inputs.from_env(env),

@@ -17,6 +17,7 @@ from slurmpod.entrypoints.render import Program
 MUNGE_WAIT_SECONDS = 30
 SLURMDBD_WAIT_SECONDS = 180  # the db pod initialising an empty volume, then slurmdbd making its tables
 CONF_WAIT_SECONDS = 60
+SSSD_WAIT_SECONDS = 30  # sssd makes its responders' sockets within seconds, the directory reachable or not
 HOST_KEY = wk.SSH_HOST_KEY
 
 
@@ -69,6 +70,25 @@ def _after_auth(auth: str) -> list[str]:
     return _wait_socket(wk.MUNGE_SOCKET, MUNGE_WAIT_SECONDS) if auth == "munge" else []
 
 
+def _after_directory(directory: bool) -> list[str]:
+    """With SSSD, wait (bounded) for its nss responder, so the daemon's first lookups of directory users
+    are answered; then start either way: sssd answers from its cache, or offline, once it is up."""
+    if not directory:
+        return []
+    q = shlex.quote(wk.SSSD_NSS_PIPE)
+    return [
+        f"for _ in $(seq {SSSD_WAIT_SECONDS * 10}); do [ -S {q} ] && break; sleep 0.1; done",
+        f'[ -S {q} ] || echo "sssd: {wk.SSSD_NSS_PIPE} not up after {SSSD_WAIT_SECONDS} s; starting without it"',
+    ]
+
+
+def sssd() -> Program:
+    """SSSD in the foreground (-i), logging to stderr, before every daemon that resolves users (priority 5:
+    before munged). Its config is the site's, installed by pod start. Ref: sssd(8)"""
+    body = [_cmd(["/usr/sbin/sssd", "-i", "--logger=stderr"])]
+    return Program("sssd", _script("sssd", body), priority=5)
+
+
 def _wait_port(host: str, port: int, seconds: int, then: str) -> list[str]:
     """Poll a TCP port (bash's /dev/tcp) once a second, at most ``seconds``; ``then`` runs either way."""
     q = shlex.quote(f"/dev/tcp/{host}/{port}")
@@ -78,13 +98,13 @@ def _wait_port(host: str, port: int, seconds: int, then: str) -> list[str]:
     ]
 
 
-def slurmctld(auth: str, accounting_host: str | None = None) -> Program:
+def slurmctld(auth: str, accounting_host: str | None = None, directory: bool = False) -> Program:
     """-D: foreground, logs to stderr. Ref: https://slurm.schedmd.com/slurmctld.html
 
     With accounting, slurmctld's first start needs slurmdbd (without its TRES and no state saved yet it
     exits), so the script waits for slurmdbd's port first, bounded; supervisord restarts a slurmctld that
     exits anyway."""
-    body = [*_after_auth(auth)]
+    body = [*_after_auth(auth), *_after_directory(directory)]
     if accounting_host:
         body += _wait_port(accounting_host, wk.SLURMDBD_PORT, SLURMDBD_WAIT_SECONDS,
                            f'echo "slurmdbd {accounting_host}:{wk.SLURMDBD_PORT} reachable (or waited '
@@ -119,7 +139,7 @@ def mariadbd() -> Program:
     return Program("mariadbd", _script("mariadbd", body), priority=20, user="mysql")
 
 
-def slurmrestd(auth: str) -> Program:
+def slurmrestd(auth: str, directory: bool = False) -> Program:
     """slurmrestd on all addresses, JWT auth only, as its own user (it refuses root and SlurmUser).
     It reads the slurm.conf sackd fetched (configless), so it waits for that first.
     Ref: https://slurm.schedmd.com/slurmrestd.html Ref: https://slurm.schedmd.com/rest.html"""
@@ -127,6 +147,7 @@ def slurmrestd(auth: str) -> Program:
     q = shlex.quote(conf)
     body = [
         *_after_auth(auth),
+        *_after_directory(directory),
         f"for _ in $(seq {CONF_WAIT_SECONDS * 10}); do [ -s {q} ] && break; sleep 0.1; done",
         f'[ -s {q} ] || {{ echo "{conf} not fetched by sackd after {CONF_WAIT_SECONDS} s"; exit 1; }}',
         f"export SLURM_CONF={q}",
@@ -142,9 +163,9 @@ def slurmrestd(auth: str) -> Program:
     return Program("slurmrestd", _script("slurmrestd", body), priority=30, user=wk.SLURMRESTD_USER)
 
 
-def slurmd(auth: str, controller: str, conf: str, extra: str | None = None) -> Program:
+def slurmd(auth: str, controller: str, conf: str, extra: str | None = None, directory: bool = False) -> Program:
     argv = slurmd_argv(controller, conf, extra)
-    body = [*_after_auth(auth), _cmd(argv)]
+    body = [*_after_auth(auth), *_after_directory(directory), _cmd(argv)]
     return Program("slurmd", _script("slurmd", body), priority=20, argv=argv)
 
 
@@ -162,10 +183,11 @@ def sackd(auth: str, controller: str) -> Program:
     return Program("sackd", _script("sackd", body), priority=20, user="slurm")
 
 
-def sshd() -> Program:
+def sshd(directory: bool = False) -> Program:
     # Host keys are never in an image layer: the login pod installs one from its Secret (start.login_plan);
     # otherwise one is made per pod, ed25519 only, it is fast to generate.
     body = [
+        *_after_directory(directory),
         "mkdir -p /run/sshd && chmod 0755 /run/sshd",
         f"[ -s {HOST_KEY} ] || ssh-keygen -q -t ed25519 -N '' -f {HOST_KEY}",
         _cmd(["/usr/sbin/sshd", "-D", "-e"]),

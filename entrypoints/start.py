@@ -9,6 +9,7 @@ supervisord (entrypoints/pid1.py). Bad input writes nothing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import socket
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 from slurmpod import well_known as wk
 from slurmpod.entrypoints import pid1, programs, render, roles, secrets, slinky, writer
 from slurmpod.entrypoints.inputs import Adapters, Settings, StartInput, load
+from slurmpod.entrypoints.render import Program
 from slurmpod.entrypoints.roles.worker import RECONCILE_DELAY_S
 from slurmpod.entrypoints.startplan import Common, KeyInstall, OutDir, OutFile, StartPlan
 
@@ -27,8 +29,33 @@ __all__ = ["RECONCILE_DELAY_S", "Adapters", "OutDir", "OutFile", "Settings", "St
 log = logging.getLogger(__name__)
 
 
+# sshd asks SSSD for a directory user's keys, after the user's authorized_keys. Ref: sshd_config(5),
+# AuthorizedKeysCommand; sss_ssh_authorizedkeys(1). pam_mkhomedir: ref pam_mkhomedir(8).
+SSHD_SSSD = "AuthorizedKeysCommand /usr/bin/sss_ssh_authorizedkeys %u\nAuthorizedKeysCommandUser nobody\n"
+PAM_MKHOMEDIR = "session optional pam_mkhomedir.so umask=0077\n"
+
+
+def directory(inp: StartInput) -> tuple[tuple[OutFile, ...], tuple[Program, ...]]:
+    """SSSD's part of the pod when the site's sssd.conf is mounted: nothing otherwise."""
+    if inp.sssd is None:
+        return (), ()
+    files = [OutFile(wk.SSSD_CONF, inp.sssd.text, 0o600)]
+    if inp.role in ("login", "worker"):  # the pods users ssh into
+        files.append(OutFile(wk.SSHD_SSSD_DROPIN, SSHD_SSSD))
+        if inp.mkhomedir:
+            files.append(OutFile(wk.PAM_MKHOMEDIR, PAM_MKHOMEDIR))
+    return tuple(files), (programs.sssd(),)
+
+
 def common(inp: StartInput) -> Common:
-    """What every pod has: the run directory, and the auth daemon (munged) or key (auth/slurm)."""
+    """What every pod has: the run directory, the auth daemon (munged) or key (auth/slurm), and SSSD
+    where the site's sssd.conf is mounted."""
+    c = _common(inp)
+    files, progs = directory(inp)
+    return dataclasses.replace(c, files=files, programs=(*progs, *c.programs), directory=bool(progs))
+
+
+def _common(inp: StartInput) -> Common:
     settings, pod, auth = inp.settings, inp.pod, inp.auth
     dirs = [OutDir(str(settings.run_dir / "bin"), 0, 0, 0o755)]
     if not roles.REGISTRY[inp.role].auth:  # no Slurm daemon: no auth key, no munged
@@ -74,8 +101,8 @@ def plan(inp: StartInput, adapters: Adapters) -> StartPlan:
     stop_wait = max(2, inp.pod.grace_seconds // 3)
     conf = render.supervisord_conf(inp.role, progs, stop_wait, str(inp.settings.run_dir),
                                    environment=child_environment(inp))
-    return StartPlan(inp.role, inp.pod, part.node, part.files, (*c.dirs, *part.dirs), (*c.keys, *part.keys),
-                     progs, conf)
+    return StartPlan(inp.role, inp.pod, part.node, (*c.files, *part.files), (*c.dirs, *part.dirs),
+                     (*c.keys, *part.keys), progs, conf)
 
 
 def describe(p: StartPlan) -> str:

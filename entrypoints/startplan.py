@@ -64,6 +64,8 @@ class Common:
     keys: tuple[KeyInstall, ...]
     dirs: tuple[OutDir, ...]
     programs: tuple[Program, ...]
+    files: tuple[OutFile, ...] = ()
+    directory: bool = False  # SSSD runs: daemons that resolve users wait for it (bounded)
 
 
 @dataclass(frozen=True, slots=True)

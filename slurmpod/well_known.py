@@ -79,6 +79,20 @@ SECRET_SSH_HOST_KEYS = "ssh-host-keys"
 SSH_HOST_KEY_FILE = "ssh_host_ed25519_key"  # data key in that Secret
 SSH_HOST_KEY_SECRET_DIR = "/run/secrets/slurmpod/ssh-host-keys"
 SSH_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where sshd reads it (Debian's sshd_config HostKey)
+# Users from the site's directory through SSSD (docs/directory.md): the site's sssd.conf, from the Secret
+# the chart's `sssd.secretName` names (data key "sssd.conf"), mounted optional and 0400 where SSSD runs;
+# the pod installs it at SSSD_CONF (sssd refuses a config that is not root's and 0600). Its LDAPS CA
+# bundle, from the ConfigMap `sssd.caConfigMap`, is mounted at SSSD_CA_DIR for sssd.conf to name.
+# Ref: sssd.conf(5), FILE FORMAT
+SSSD_CONF_SECRET = "/run/secrets/slurmpod/sssd/sssd.conf"
+SSSD_CONF = "/etc/sssd/sssd.conf"
+SSSD_BINARY = "/usr/sbin/sssd"  # absent from images whose Debian suite has no SSSD (forky: the 26.05 flavor)
+SSSD_CA_DIR = "/etc/slurmpod/ldap-ca"
+SSSD_NSS_PIPE = "/var/lib/sss/pipes/nss"  # the nss responder's socket: users resolve once it is there
+ENV_SSSD_MKHOMEDIR = "SLURMPOD_SSSD_MKHOMEDIR"  # "true": pam_mkhomedir makes a home on first ssh login
+# sshd's PAM stack includes this file (images/files/pam-slurmpod-mkhomedir): empty unless mkhomedir is on.
+PAM_MKHOMEDIR = "/etc/pam.d/slurmpod-mkhomedir"
+SSHD_SSSD_DROPIN = "/etc/ssh/sshd_config.d/slurmpod-sssd.conf"
 
 # --- Authentication ---
 # Ref: https://slurm.schedmd.com/authentication.html

@@ -29,14 +29,15 @@ class Role:
     cluster_spec: bool = False  # reads the cluster spec
     node: bool = False  # registers a Slurm node (hardware, Slurm version, task environment)
     storage: bool = False  # slurmdbd: needs its StorageHost
+    directory: bool = False  # users from the site's directory through SSSD, when its sssd.conf is mounted
 
 
 # In wk.POD_ROLES order: the order pods start in the emulator.
 REGISTRY: Mapping[str, Role] = {r.name: r for r in (
     Role("db", db.build, auth=False),
     Role("accounting", accounting.build, storage=True),
-    Role("controller", controller.build, cluster_spec=True),
-    Role("worker", worker.build, needs_controller=True, node=True),
-    Role("login", login.build, needs_controller=True),
-    Role("restapi", restapi.build, needs_controller=True),
+    Role("controller", controller.build, cluster_spec=True, directory=True),
+    Role("worker", worker.build, needs_controller=True, node=True, directory=True),
+    Role("login", login.build, needs_controller=True, directory=True),
+    Role("restapi", restapi.build, needs_controller=True, directory=True),
 )}

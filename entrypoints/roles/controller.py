@@ -49,7 +49,7 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
         # the runtime directories". Ref: https://slurm.schedmd.com/authentication.html#single_key_setup
         dirs.append(OutDir(wk.SLURMCTLD_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755))
     progs = [
-        programs.slurmctld(c.auth, accounting),
+        programs.slurmctld(c.auth, accounting, c.directory),
         programs.slurmpod_task(
             "node-reaper", ["daemon", "node-reaper", "--node-timeout", str(spec.node_timeout_seconds)],
             restart="true",

@@ -21,4 +21,4 @@ def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
     host_key = inp.settings.ssh_host_key
     if host_key.exists():  # optional Secret: an empty volume when the user made none
         keys = (KeyInstall(secrets.read_key(host_key, "ssh host key secret"), wk.SSH_HOST_KEY, "root"),)
-    return RolePlan(None, (), dirs, (programs.sackd(c.auth, c.pod.controller), programs.sshd()), keys)
+    return RolePlan(None, (), dirs, (programs.sackd(c.auth, c.pod.controller), programs.sshd(c.directory)), keys)

@@ -15,4 +15,5 @@ if TYPE_CHECKING:
 def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
     """sackd (configless slurm.conf for slurmrestd, SACK with auth/slurm) and slurmrestd."""
     dirs = (OutDir(wk.SLURM_RUN_DIR, wk.SLURM_UID, wk.SLURM_UID, 0o755),)
-    return RolePlan(None, (), dirs, (programs.sackd(c.auth, c.pod.controller), programs.slurmrestd(c.auth)))
+    progs = (programs.sackd(c.auth, c.pod.controller), programs.slurmrestd(c.auth, c.directory))
+    return RolePlan(None, (), dirs, progs)

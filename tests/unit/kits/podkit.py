@@ -175,6 +175,16 @@ class Pod:
         return self.root / "cluster.yaml"
 
     @property
+    def sssd_binary(self) -> Path:
+        """The image's sssd as pod start looks for it: make_pod writes a stand-in (never run)."""
+        return self.root / "sbin/sssd"
+
+    @property
+    def sssd_conf(self) -> Path:
+        """Where the test's sssd.conf Secret is mounted; nothing there unless a test writes one."""
+        return self.root / "secrets/sssd/sssd.conf"
+
+    @property
     def run_dir(self) -> Path:
         return self.root / "run"
 
@@ -203,6 +213,8 @@ class Pod:
             wk.ENV_SLURM_VERSION: "24.11",
             "SLURMPOD_MUNGE_KEY_FILE": str(self.key),
             "SLURMPOD_SLURM_KEY_FILE": str(self.slurm_key),
+            "SLURMPOD_SSSD_CONF_FILE": str(self.sssd_conf),
+            "SLURMPOD_SSSD_BINARY": str(self.sssd_binary),
             "SLURMPOD_HW_ROOT": str(self.hw),
         }
         for key, value in overrides.items():
@@ -224,6 +236,8 @@ def make_pod(root: Path, role: str = "worker", machine: Machine = Machine(), spe
     write_machine(pod.hw, machine)
     pod.run_dir.mkdir(parents=True, exist_ok=True)
     pod.tlog.write_text("")
+    pod.sssd_binary.parent.mkdir(parents=True, exist_ok=True)
+    pod.sssd_binary.write_text("#!/bin/sh\nexit 1\n")
     return pod
 
 
