@@ -54,8 +54,8 @@ MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf")
 HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh")
 # Files from images/files each image's context carries (besides its Dockerfile).
 CONTEXT_FILES: dict[str, tuple[str, ...]] = {
-    "worker": ("sshd_slurmpod.conf", *MPI_CONTEXT_FILES, *HOOK_CONTEXT_FILES),
-    "login": ("sshd_slurmpod.conf", *MPI_CONTEXT_FILES),
+    "worker": ("sshd_slurmpod.conf", "pam-slurmpod-mkhomedir", *MPI_CONTEXT_FILES, *HOOK_CONTEXT_FILES),
+    "login": ("sshd_slurmpod.conf", "pam-slurmpod-mkhomedir", *MPI_CONTEXT_FILES),
 }
 MB = 1_000_000  # sizes are reported in MB as `docker images` does
 GIT_TIMEOUT_S = 10

@@ -34,6 +34,10 @@ BASE_PACKAGES: tuple[str, ...] = (
     # and it brings slurm-wlm-basic-plugins + libslurm, shared by all roles from one layer.
     "slurm-client",
 )
+# SSSD for users from the site's directory (started only where an sssd.conf is mounted), in base where the
+# suite has it: the LDAP provider (Active Directory through it, ldap_schema = ad), NSS's sss module (added
+# to nsswitch.conf by its package), and sss_ssh_authorizedkeys (sssd-common). Ref: sssd-ldap(5)
+SSSD_PACKAGES: tuple[str, ...] = ("sssd-ldap", "libnss-sss")
 
 # What the controller image installs only to compile job_submit_slurmpod.so and removes in the same layer:
 # Slurm's headers (libslurm-dev), Python's (python3-dev, which brings libpython3.X: kept), a C compiler,
@@ -90,6 +94,9 @@ class Flavor:
     """Debian suite whose contrib section has `slurm-wlm-nvml-plugin` (gpu/nvml, for gres.conf
     AutoDetect=nvml) at this flavor's exact Slurm version: forky's contrib lacks it, sid's has 26.05.5-1."""
     mpi_pmix: bool = False
+    has_sssd: bool = False
+    """Whether the suite ships SSSD (SSSD_PACKAGES): trixie does; forky does not (checked 2026-12-03: no
+    sssd package in forky; sid's 2.13.1 would pull about a hundred packages from unstable)."""
     """Whether Debian's Slurm of this suite has mpi/pmix (`mpi_pmix.so` in slurm-wlm-basic-plugins): trixie's
     24.11.5 does (with libpmix2t64 5.0.7); forky's and sid's 26.05.5-1 are built without it (checked 2026-12-01:
     no package of either ships mpi_pmix*.so). Only then do worker and login carry OpenMPI."""
@@ -130,7 +137,7 @@ class Flavor:
         if role == "restapi":
             return ("slurmrestd", *(("sackd",) if self.has_sackd else ()), JWT_PLUGIN_PACKAGE)
         if role == BASE:
-            return BASE_PACKAGES
+            return (*BASE_PACKAGES, *(SSSD_PACKAGES if self.has_sssd else ()))
         raise BadInput.one("role", role, f"expected one of {', '.join(ALL_IMAGES)}")
 
 
@@ -144,6 +151,7 @@ FLAVORS: dict[str, Flavor] = {
         has_sackd=True,
         nvml_plugin_suite="trixie",
         mpi_pmix=True,
+        has_sssd=True,
     ),
     "26.05": Flavor(
         name="26.05",

@@ -54,9 +54,19 @@ RUN groupadd --gid "$SLURM_UID" slurm; \
 
 # 3. Packages every role needs. munge's postinst creates /etc/munge/munge.key: it is deleted in
 #    this same RUN so no layer ever holds a key (pods install theirs from a Secret).
+#    SSSD (users from the site's directory, docs/directory.md) is among them where the suite has it;
+#    its PAM profiles are turned off again at once and the stacks are checked unchanged: SSSD serves
+#    users through NSS only, so sshd's account stack (pam_slurm_adopt last) stays as it was.
+#    Ref: pam-auth-update(8)
 ARG APT_PACKAGES
-RUN apt-get update; \
+RUN cp -a /etc/pam.d /tmp/pam.d.before; \
+    apt-get update; \
     apt-get install -y --no-install-recommends $APT_PACKAGES; \
+    for profile in sss pwquality; do \
+        [ ! -e "/usr/share/pam-configs/$profile" ] || pam-auth-update --disable "$profile"; \
+    done; \
+    diff -r -x sssd-shadowutils /tmp/pam.d.before /etc/pam.d; \
+    rm -rf /tmp/pam.d.before; \
     rm -f /etc/munge/munge.key; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log

@@ -25,6 +25,10 @@ RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.
 COPY sshd_slurmpod.conf /etc/ssh/sshd_config.d/slurmpod.conf
+# A session include that pod start fills with pam_mkhomedir when the site wants homes made on first
+# login (entrypoints/start.py); shipped empty. Ref: pam.conf(5), @include
+COPY pam-slurmpod-mkhomedir /etc/pam.d/slurmpod-mkhomedir
+RUN echo '@include slurmpod-mkhomedir' >> /etc/pam.d/sshd
 
 # slurmpod itself: the last layers, so a Python-only change reuses every layer above.
 COPY slurmpod-wheel/ /tmp/slurmpod-wheel/

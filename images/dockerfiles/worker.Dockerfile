@@ -46,6 +46,10 @@ RUN sh /tmp/slurmpod-hooks/install-hooks.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.
 COPY sshd_slurmpod.conf /etc/ssh/sshd_config.d/slurmpod.conf
+# A session include that pod start fills with pam_mkhomedir when the site wants homes made on first
+# login (entrypoints/start.py); shipped empty. Ref: pam.conf(5), @include
+COPY pam-slurmpod-mkhomedir /etc/pam.d/slurmpod-mkhomedir
+RUN echo '@include slurmpod-mkhomedir' >> /etc/pam.d/sshd
 # ssh sessions of job owners join their job on this node; users without a job here are refused, and so is
 # a session that cannot join its job (no extern step without PrologFlags=Contain, i.e. `cgroups: false`) or
 # that pam_slurm_adopt cannot decide on: the module's defaults (adopt failure: allow, generic failure:

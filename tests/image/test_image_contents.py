@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from imagekit import CONTAINER_PREFIX
 
+from slurmpod import well_known as wk
 from slurmpod.well_known import EPILOG_BIN, HEALTHCHECK_BIN, HOOK_FALLBACK_DIR, PROLOG_BIN, TASK_PROLOG_BIN
 from slurmpod_host.images import flavors
 from slurmpod_host.images.engine import ImageInfo
@@ -149,6 +150,30 @@ def test_worker_sshd_account_stack_ends_with_pam_slurm_adopt(hosts: dict[str, An
                                     "action_generic_failure=deny"}, account
     assert not [x for x in stack if "pam_systemd" in x], stack
     assert host.file("/usr/lib/x86_64-linux-gnu/security/pam_slurm_adopt.so").is_file
+
+
+@pytest.mark.parametrize("name", ["login", "worker", "controller", "restapi"])
+def test_sssd_serves_users_through_nss_only_and_sshds_stack_is_unchanged(name: str, hosts: dict[str, Any],
+                                                                        flavor: Flavor) -> None:
+    """SSSD is installed (where the suite has it) but off until an sssd.conf is mounted: NSS asks it after
+    the local files, no PAM stack has pam_sss (sshd authenticates keys; pam_unix's account check takes NSS
+    users), and sshd's session stack ends with the include pod start fills when homes are to be made."""
+    host = hosts[name]
+    if name in ("login", "worker"):
+        assert host.file("/etc/pam.d/sshd").content_string.splitlines()[-1 if name == "login" else -2] == \
+            "@include slurmpod-mkhomedir"
+        assert _pam_stack(host, "slurmpod-mkhomedir") == []  # shipped empty
+    if not flavor.has_sssd:
+        passwd = [x for x in host.file("/etc/nsswitch.conf").content_string.splitlines() if x.startswith("passwd:")]
+        assert passwd[0].split()[1:] == ["files"] and not host.file(wk.SSSD_BINARY).exists
+        return
+    for db in ("passwd", "group"):
+        (line,) = [x for x in host.file("/etc/nsswitch.conf").content_string.splitlines() if x.startswith(f"{db}:")]
+        assert line.split()[1:] == ["files", "sss"], line
+    assert host.file(wk.SSSD_BINARY).is_file and host.file("/usr/bin/sss_ssh_authorizedkeys").is_file
+    assert not host.file(wk.SSSD_CONF).exists
+    for service in ("common-auth", "common-account", "common-session", "common-password"):
+        assert not [x for x in _pam_stack(host, service) if "pam_sss" in x or "pam_pwquality" in x], service
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -178,7 +178,7 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
     wheel_only = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
                 "controller": wheel_only, "accounting": wheel_only, "restapi": wheel_only}
-    login = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf",
+    login = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "pam-slurmpod-mkhomedir",
              "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
     expected["worker"] = sorted([*login, "install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh"])
     assert files == expected.get(name, login)
