@@ -19,6 +19,7 @@ import paths
 import pytest
 import yaml
 
+from slurmpod import well_known as wk
 from slurmpod.entrypoints import cluster_spec
 from slurmpod.errors import BadInput
 from slurmpod_host.cluster import auth as cluster_auth
@@ -58,6 +59,8 @@ VARIANTS: dict[str, list[str]] = {
     "accounting": ["--set=accounting.enabled=true", "--set=restapi.enabled=true",
                    f"--set=accounting.slurmdbd.image.digest={DIGEST}",
                    f"--set=restapi.slurmrestd.image.digest={DIGEST}"],
+    "sssd": ["--set=sssd.enabled=true", "--set=sssd.secretName=ldap-sssd", "--set=sssd.caConfigMap=ldap-ca",
+             "--set=restapi.enabled=true", "--set=accounting.enabled=true"],
 }
 
 
@@ -280,10 +283,49 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=loginsets.login.service.type=NodePort",
       "--set=loginsets.login.service.loadBalancerSourceRanges={10.0.0.0/8}"],
      'loginsets.login.service.loadBalancerSourceRanges: "[10.0.0.0/8]": only a LoadBalancer Service has them'),
+    (["--set=sssd.enabled=true"], 'sssd.secretName: "": must name the Secret holding sssd.conf'),
+    (["--set=sssd.enabled=true", "--set-string=sssd.secretName=ldap\nx: y"], 'sssd.secretName: "ldap\\nx: y"'),
+    (["--set=sssd.enabled=true", "--set=sssd.secretName=ldap", "--set=sssd.caConfigMap=CA_Bundle"],
+     'sssd.caConfigMap: "CA_Bundle": must be a ConfigMap name'),
+    (["--set-string=sssd.enabled=yes"], 'sssd.enabled: "yes": must be true or false'),
+    (["--set-string=sssd.mkhomedir=yes"], 'sssd.mkhomedir: "yes": must be true or false'),
+    (["--set=sssd.roles={login,db}"], 'sssd.roles: "db": must be login, worker, controller or restapi'),
+    (["--set=sssd.roles=login"], 'sssd.roles: "login": must be a list'),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
     assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def _sssd_of(pod: dict[str, Any]) -> tuple[list[str], list[str], list[dict[str, str]]]:
+    spec = pod["spec"]["template"]["spec"]
+    (c,) = [c for c in spec["containers"] if c["name"] != "health-agent"][:1]
+    return ([m["mountPath"] for m in c.get("volumeMounts") or [] if m["name"] in ("sssd-conf", "ldap-ca")],
+            [v["name"] for v in spec["volumes"] if v["name"] in ("sssd-conf", "ldap-ca")],
+            [e for e in c["env"] if e["name"] == wk.ENV_SSSD_MKHOMEDIR])
+
+
+def test_sssd_mounts_the_sites_config_and_ca_on_the_roles_that_resolve_users() -> None:
+    pods = {d["metadata"]["name"]: d for d in RENDERS["sssd"] if d["kind"] in ("StatefulSet", "Deployment")}
+    secret_dir, ca = str(Path(wk.SSSD_CONF_SECRET).parent), wk.SSSD_CA_DIR
+    for name in ("slurmpod-login", "slurmpod-worker", "slurmpod-controller", "slurmpod-restapi"):
+        mounts, volumes, env = _sssd_of(pods[name])
+        assert (mounts, volumes) == ([secret_dir, ca], ["sssd-conf", "ldap-ca"]), name
+        assert env == ([{"name": wk.ENV_SSSD_MKHOMEDIR, "value": "true"}] if name in ("slurmpod-login",
+                                                                                     "slurmpod-worker") else [])
+        (vol,) = [v for v in pods[name]["spec"]["template"]["spec"]["volumes"] if v["name"] == "sssd-conf"]
+        # Not optional (a pod never starts without the directory it was asked for), owner-only, one key.
+        assert vol["secret"] == {"secretName": "ldap-sssd", "defaultMode": 0o400,
+                                 "items": [{"key": "sssd.conf", "path": "sssd.conf"}]}
+    for name in ("slurmpod-accounting", "slurmpod-db"):
+        assert _sssd_of(pods[name]) == ([], [], []), name
+    # Off by default, and on the roles listed only.
+    assert all(_sssd_of(d) == ([], [], []) for d in RENDERS["default"] if d["kind"] in ("StatefulSet",
+                                                                                       "Deployment"))
+    only = {d["metadata"]["name"]: _sssd_of(d)[1] for d in _template(
+        "--set=sssd.enabled=true", "--set=sssd.secretName=s", "--set=sssd.roles={login}")
+        if d["kind"] in ("StatefulSet", "Deployment")}
+    assert only == {"slurmpod-controller": [], "slurmpod-worker": [], "slurmpod-login": ["sssd-conf"]}
 
 
 def test_the_login_service_reaches_sshd_on_the_login_pods_only() -> None:

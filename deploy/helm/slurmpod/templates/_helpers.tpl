@@ -159,3 +159,56 @@ livenessProbe:
     defaultMode: 0400
 {{- end -}}
 
+
+{{/* Users from the site's directory (docs/directory.md): SSSD on the roles `sssd.roles` names, with the
+site's sssd.conf from the Secret `sssd.secretName` (data key sssd.conf) and, when set, the LDAPS CA bundle
+from the ConfigMap `sssd.caConfigMap`. Called with (dict "root" $ "role" ROLE); nothing when off. */}}
+{{- define "slurmpod.sssdOn" -}}
+{{- $s := .root.Values.sssd -}}
+{{- if not (kindIs "bool" $s.enabled) }}{{ fail (printf "sssd.enabled: %q: must be true or false" (toString $s.enabled)) }}{{ end -}}
+{{- if not (kindIs "bool" $s.mkhomedir) }}{{ fail (printf "sssd.mkhomedir: %q: must be true or false" (toString $s.mkhomedir)) }}{{ end -}}
+{{- if not (kindIs "slice" $s.roles) }}{{ fail (printf "sssd.roles: %q: must be a list of login, worker, controller, restapi" (toString $s.roles)) }}{{ end -}}
+{{- range $s.roles }}{{ if not (has . (list "login" "worker" "controller" "restapi")) }}{{ fail (printf "sssd.roles: %q: must be login, worker, controller or restapi" (toString .)) }}{{ end }}{{ end -}}
+{{- if $s.enabled -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$" (toString $s.secretName)) }}{{ fail (printf "sssd.secretName: %q: must name the Secret holding sssd.conf (a DNS subdomain name)" (toString $s.secretName)) }}{{ end -}}
+{{- if and $s.caConfigMap (not (regexMatch "^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$" (toString $s.caConfigMap))) }}{{ fail (printf "sssd.caConfigMap: %q: must be a ConfigMap name (a DNS subdomain name)" (toString $s.caConfigMap)) }}{{ end -}}
+{{- if has .role $s.roles }}on{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "slurmpod.sssdEnv" -}}
+{{- if and (include "slurmpod.sssdOn" .) (has .role (list "login" "worker")) }}
+- name: SLURMPOD_SSSD_MKHOMEDIR
+  value: {{ .root.Values.sssd.mkhomedir | toString | quote }}
+{{- end -}}
+{{- end -}}
+
+{{- define "slurmpod.sssdMounts" -}}
+{{- if include "slurmpod.sssdOn" . }}
+- name: sssd-conf
+  mountPath: /run/secrets/slurmpod/sssd
+  readOnly: true
+{{- if .root.Values.sssd.caConfigMap }}
+- name: ldap-ca
+  mountPath: /etc/slurmpod/ldap-ca
+  readOnly: true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Not optional: a release that asks for SSSD never starts a pod without it. */}}
+{{- define "slurmpod.sssdVolumes" -}}
+{{- if include "slurmpod.sssdOn" . }}
+- name: sssd-conf
+  secret:
+    secretName: {{ .root.Values.sssd.secretName }}
+    defaultMode: 0400
+    items: [{key: sssd.conf, path: sssd.conf}]
+{{- if .root.Values.sssd.caConfigMap }}
+- name: ldap-ca
+  configMap:
+    name: {{ .root.Values.sssd.caConfigMap }}
+    defaultMode: 0444
+{{- end -}}
+{{- end -}}
+{{- end -}}
