@@ -134,17 +134,11 @@ def accounting_host(env: Mapping[str, str], spec: cluster_spec.ClusterSpec) -> s
     return _host_env(env, wk.ENV_ACCOUNTING_HOST, "the cluster spec enables accounting")
 
 
-def _health_agent(env: Mapping[str, str]) -> bool:
-    raw = env.get(wk.ENV_HEALTH_AGENT, "true")
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """A true/false setting; anything else is refused naming it."""
+    raw = env.get(name, "true" if default else "false")
     if raw not in ("true", "false"):
-        raise BadInput.one(wk.ENV_HEALTH_AGENT, raw, "must be true or false")
-    return raw == "true"
-
-
-def _mkhomedir(env: Mapping[str, str]) -> bool:
-    raw = env.get(wk.ENV_SSSD_MKHOMEDIR, "false")
-    if raw not in ("true", "false"):
-        raise BadInput.one(wk.ENV_SSSD_MKHOMEDIR, raw, "must be true or false")
+        raise BadInput.one(name, raw, "must be true or false")
     return raw == "true"
 
 
@@ -180,11 +174,11 @@ def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky
                      operator)
     if kind.directory:
         conf = sssd_conf.read(settings.sssd_conf, role, settings.sssd_binary)
-        inp = dataclasses.replace(inp, sssd=conf, mkhomedir=_mkhomedir(env))
+        inp = dataclasses.replace(inp, sssd=conf, mkhomedir=_flag(env, wk.ENV_SSSD_MKHOMEDIR, False))
     if kind.node:
         return dataclasses.replace(inp, slurm_version=slurm_version.detect(env),
                                    nodeset=env.get(wk.ENV_NODESET) or None, task_env=task_env.Inputs.from_env(env),
-                                   health_agent=_health_agent(env),
+                                   health_agent=_flag(env, wk.ENV_HEALTH_AGENT, True),
                                    health_agent_metrics_port=_health_agent_metrics_port(env))
     if spec is not None:
         from slurmpod.entrypoints import topology_sync  # noqa: PLC0415 - the controller's alone

@@ -30,13 +30,13 @@ def _script(name: str, body: Sequence[str], *, prefix: bool = True) -> str:
     return "\n".join([*head, *body]) + "\n"
 
 
-def _wait_socket(path: str, seconds: int) -> list[str]:
-    # munged makes its socket within tens of ms of its start: poll at 10 ms, the wait is on the path to IDLE.
-    steps = seconds * 100
+def _wait_socket(path: str, seconds: int, *, polls_per_s: int = 100, otherwise: str | None = None) -> list[str]:
+    """Poll for a socket at most ``seconds``; then ``otherwise`` runs if it is not there (default: exit 1).
+    munged makes its socket within tens of ms of its start: 10 ms polls, the wait is on the path to IDLE."""
     q = shlex.quote(path)
     return [
-        f"for _ in $(seq {steps}); do [ -S {q} ] && break; sleep 0.01; done",
-        f'[ -S {q} ] || {{ echo "{path} not up after {seconds} s"; exit 1; }}',
+        f"for _ in $(seq {seconds * polls_per_s}); do [ -S {q} ] && break; sleep {1 / polls_per_s:g}; done",
+        f"[ -S {q} ] || " + (otherwise or f'{{ echo "{path} not up after {seconds} s"; exit 1; }}'),
     ]
 
 
@@ -75,11 +75,8 @@ def _after_directory(directory: bool) -> list[str]:
     are answered; then start either way: sssd answers from its cache, or offline, once it is up."""
     if not directory:
         return []
-    q = shlex.quote(wk.SSSD_NSS_PIPE)
-    return [
-        f"for _ in $(seq {SSSD_WAIT_SECONDS * 10}); do [ -S {q} ] && break; sleep 0.1; done",
-        f'[ -S {q} ] || echo "sssd: {wk.SSSD_NSS_PIPE} not up after {SSSD_WAIT_SECONDS} s; starting without it"',
-    ]
+    return _wait_socket(wk.SSSD_NSS_PIPE, SSSD_WAIT_SECONDS, polls_per_s=10, otherwise=(
+        f'echo "sssd: {wk.SSSD_NSS_PIPE} not up after {SSSD_WAIT_SECONDS} s; starting without it"'))
 
 
 def sssd() -> Program:

@@ -26,7 +26,6 @@ ID_PROVIDERS = ("ldap",)
 # nss resolves users and groups; ssh answers sss_ssh_authorizedkeys (sshd's AuthorizedKeysCommand).
 # Ref: sssd.conf(5), the [sssd] section, `services`
 NEEDED_SERVICES = {"login": ("nss", "ssh"), "worker": ("nss", "ssh"), "controller": ("nss",), "restapi": ("nss",)}
-ROLES = tuple(NEEDED_SERVICES)
 
 
 @dataclass(frozen=True, slots=True)

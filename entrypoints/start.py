@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import pid1, programs, render, roles, secrets, slinky, writer
+from slurmpod.entrypoints import pid1, programs, render, roles, secrets, slinky, sssd_conf, writer
 from slurmpod.entrypoints.inputs import Adapters, Settings, StartInput, load
 from slurmpod.entrypoints.render import Program
 from slurmpod.entrypoints.roles.worker import RECONCILE_DELAY_S
@@ -40,7 +40,7 @@ def directory(inp: StartInput) -> tuple[tuple[OutFile, ...], tuple[Program, ...]
     if inp.sssd is None:
         return (), ()
     files = [OutFile(wk.SSSD_CONF, inp.sssd.text, 0o600)]
-    if inp.role in ("login", "worker"):  # the pods users ssh into
+    if "ssh" in sssd_conf.NEEDED_SERVICES[inp.role]:  # the pods users ssh into
         files.append(OutFile(wk.SSHD_SSSD_DROPIN, SSHD_SSSD))
         if inp.mkhomedir:
             files.append(OutFile(wk.PAM_MKHOMEDIR, PAM_MKHOMEDIR))
