@@ -291,6 +291,10 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set-string=sssd.mkhomedir=yes"], 'sssd.mkhomedir: "yes": must be true or false'),
     (["--set=sssd.roles={login,db}"], 'sssd.roles: "db": must be login, worker, controller or restapi'),
     (["--set=sssd.roles=login"], 'sssd.roles: "login": must be a list'),
+    (["--set=sssd.enabled=true", "--set=sssd.secretName=s", "--set=networkPolicy.directory.ports={389,ldap}"],
+     'networkPolicy.directory.ports: "ldap": must be TCP port numbers 1-65535'),
+    (["--set=sssd.enabled=true", "--set=sssd.secretName=s", "--set=networkPolicy.directory.ports={65536}"],
+     'networkPolicy.directory.ports: "65536": must be TCP port numbers 1-65535'),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)
@@ -326,6 +330,28 @@ def test_sssd_mounts_the_sites_config_and_ca_on_the_roles_that_resolve_users() -
         "--set=sssd.enabled=true", "--set=sssd.secretName=s", "--set=sssd.roles={login}")
         if d["kind"] in ("StatefulSet", "Deployment")}
     assert only == {"slurmpod-controller": [], "slurmpod-worker": [], "slurmpod-login": ["sssd-conf"]}
+
+
+def _directory_egress(docs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each NetworkPolicy's egress rules that reach the directory's LDAP port."""
+    return {d["metadata"]["name"]: [r for r in d["spec"]["egress"] if {"protocol": "TCP", "port": 389} in
+                                    r.get("ports", [])] for d in docs if d["kind"] == "NetworkPolicy"}
+
+
+def test_sssd_pods_and_only_they_may_reach_the_directory() -> None:
+    """With NetworkPolicies on, sssd could resolve no one unless its pods' egress allows LDAP and LDAPS."""
+    ldap = [{"ports": [{"protocol": "TCP", "port": 389}, {"protocol": "TCP", "port": 636}]}]
+    egress = _directory_egress(RENDERS["sssd"])
+    assert egress == {"slurmpod-controller": ldap, "slurmpod-worker": ldap, "slurmpod-login": ldap,
+                      "slurmpod-restapi": ldap, "slurmpod-accounting": [], "slurmpod-db": []}
+    assert not any(_directory_egress(RENDERS["default"]).values())
+    peer = {"ipBlock": {"cidr": "10.20.0.0/16"}}
+    only = {d["metadata"]["name"]: d["spec"]["egress"][-1] for d in _template(
+        "--set=sssd.enabled=true", "--set=sssd.secretName=s", "--set=sssd.roles={login}",
+        "--set=networkPolicy.directory.ports={636}", "--set=networkPolicy.directory.to[0].ipBlock.cidr=10.20.0.0/16")
+        if d["kind"] == "NetworkPolicy"}
+    assert only["slurmpod-login"] == {"ports": [{"protocol": "TCP", "port": 636}], "to": [peer]}
+    assert all(636 not in [p["port"] for p in r.get("ports", [])] for n, r in only.items() if n != "slurmpod-login")
 
 
 def test_the_login_service_reaches_sshd_on_the_login_pods_only() -> None:
