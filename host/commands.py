@@ -62,6 +62,9 @@ def cluster(c: Commands) -> None:
     c.option(up, "--manifests", default=None,
              help="kustomization directory to run (default deploy/kubernetes; deploy/kubernetes/accounting "
                   "adds slurmdbd, MariaDB and slurmrestd)")
+    c.option(up, "--secret-file", action="append", default=[], metavar="NAME:KEY=PATH",
+             help="a Secret the manifests mount and you create, as `kubectl create secret generic NAME "
+                  "--from-file=KEY=PATH` does (the site's sssd.conf); repeatable")
     c.option(up, "--enforce-network-policy", action="store_true", default=False,
              help="enforce the manifests' NetworkPolicies with iptables on the cluster's bridge (root, "
                   "br_netfilter; removed by `cluster down`)")

@@ -23,6 +23,7 @@ import yaml
 
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
+from slurmpod_host.cluster import secret_files
 from slurmpod_host.cluster.manifests import Bundle, Document
 
 # auth type -> (Secret name, data key) of the Secret a user creates (README, "Secrets you create")
@@ -97,9 +98,11 @@ DB_PASSWORD_DATA = "password"  # noqa: S105 - the data key's name, not a passwor
 
 
 def configure(bundle: Bundle, auth: str, ssh_host_key: bytes | None = None,
-              db_password: str | None = None) -> Bundle:
+              db_password: str | None = None,
+              from_files: Mapping[str, Mapping[str, bytes]] | None = None) -> Bundle:
     """``bundle`` set up for ``auth``, with the Secrets a user creates; BadInput when the manifests lack the
-    cluster ConfigMap or ship a Secret themselves (applying it would overwrite the user's key)."""
+    cluster ConfigMap or ship a Secret themselves (applying it would overwrite the user's key).
+    ``from_files``: the site's own Secrets (name -> key -> bytes), from `cluster up --secret-file`."""
     _check(auth)
     if bundle.find("ConfigMap", wk.CONFIG_MAP_CLUSTER) is None:
         raise BadInput.one("manifests", f"ConfigMap/{wk.CONFIG_MAP_CLUSTER}", f"missing: auth {auth} needs it")
@@ -123,4 +126,8 @@ def configure(bundle: Bundle, auth: str, ssh_host_key: bytes | None = None,
         password = db_password or secrets.token_urlsafe(24)
         docs.append(user_secret(wk.SECRET_DB_PASSWORD,
                                 {DB_PASSWORD_DATA: base64.b64encode(password.encode()).decode()}))
+    made = {str(d.name) for d in docs if d.kind == "Secret"}
+    secret_files.check_free(from_files or {}, made)
+    for name, data in sorted((from_files or {}).items()):
+        docs.append(user_secret(name, {k: base64.b64encode(v).decode() for k, v in sorted(data.items())}))
     return Bundle(bundle.namespace, tuple(docs))

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -35,6 +35,7 @@ from slurmpod_host.cluster import (
     state,
 )
 from slurmpod_host.cluster import auth as cluster_auth
+from slurmpod_host.cluster import secret_files as user_secret_files
 from slurmpod_host.cluster.plan import PodPlan
 
 log = logging.getLogger(__name__)
@@ -167,13 +168,15 @@ def replace_stale(client: Any, name: str, out: TextIO) -> None:
 
 def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys.stdout, *,
        auth: str = wk.AUTH_MUNGE, manifests_dir: Path | None = None,
-       enforce_network_policy: bool = False) -> Cluster:
+       enforce_network_policy: bool = False,
+       secret_files: Mapping[str, Mapping[str, bytes]] | None = None) -> Cluster:
     """Create network, volumes, files and pods; wait until every worker is IDLE.
 
     ``auth`` (munge | slurm) picks the ConfigMap's auth type and which key Secret gets a generated key.
     ``manifests_dir``: a kustomization other than deploy/kubernetes (deploy/kubernetes/accounting).
     ``enforce_network_policy``: load the manifests' NetworkPolicies as iptables rules before any pod starts
     (netenforce.py); the host is checked first.
+    ``secret_files``: the site's own Secrets, name -> key -> bytes (`--secret-file`, secret_files.py).
     """
     started = time.monotonic()
     podspec.validate_params(name, workers)
@@ -188,7 +191,8 @@ def up(name: str, flavor: str, workers: int, timeout_s: float, out: TextIO = sys
                              f"`slurmpod images build --flavor {flavor}`")
     # The Secrets a user creates once per cluster: the auth key (generated below) and the login host key.
     bundle = cluster_auth.configure(manifests.load(manifests_dir or manifests.default_dir()), auth,
-                                    ssh_host_key=runtime.ssh_host_key(client, login_image))
+                                    ssh_host_key=runtime.ssh_host_key(client, login_image),
+                                    from_files=secret_files)
     bundle = no_api.configure(bundle)
     cpu, memory = _node_resources()
     subnet = network.choose_subnet(name, runtime.taken_subnets(client))
@@ -294,7 +298,8 @@ def main(args: argparse.Namespace) -> int:
     if command == "up":
         where = Path(args.manifests) if args.manifests else None
         cluster = up(args.name, args.flavor, args.workers, args.timeout, auth=args.auth, manifests_dir=where,
-                     enforce_network_policy=args.enforce_network_policy)
+                     enforce_network_policy=args.enforce_network_policy,
+                     secret_files=user_secret_files.parse(args.secret_file))
         print(f"cluster {cluster.name!r} up in {cluster.seconds:.1f}s: {len(cluster.workers)} workers IDLE "
               f"(auth/{args.auth})")
         print_sinfo(cluster)

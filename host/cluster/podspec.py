@@ -29,6 +29,7 @@ from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, Problem
 from slurmpod.problems import Problems
 from slurmpod_host.cluster import no_api, quantity
+from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.downward import PodMeta, field_value
 from slurmpod_host.cluster.expansion import expand
 from slurmpod_host.cluster.manifests import Bundle, Document
@@ -369,7 +370,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
     cfield = f"{pfield}.containers[0]"
     _unknown(container, CONTAINER_FIELDS, CONTAINER_IGNORED, cfield, problems)
     role = template_labels.get(wk.LABEL_ROLE, "")
-    if role not in wk.POD_ROLES:
+    if role not in host_wk.START_ORDER:
         where = f"{field}.spec.template.metadata.labels.{wk.LABEL_ROLE}"
         problems.add(where, role, "no such role")
     replicas = int(spec.get("replicas", 1))
@@ -460,7 +461,7 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
 def _role_rank(doc: Document) -> int:
     labels = (((doc.body.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
     role = labels.get(wk.LABEL_ROLE)
-    return wk.POD_ROLES.index(role) if role in wk.POD_ROLES else len(wk.POD_ROLES)
+    return host_wk.START_ORDER.index(role) if role in host_wk.START_ORDER else len(host_wk.START_ORDER)
 
 
 def plan_cluster(bundle: Bundle, params: ClusterParams,
@@ -477,7 +478,7 @@ def plan_cluster(bundle: Bundle, params: ClusterParams,
     ips = [h for h in hosts if h != params.gateway]
     shared = _Shared(params, bundle, secrets)
     plans: list[PodPlan] = []
-    # Database, slurmdbd, controller, workers, login, slurmrestd (wk.POD_ROLES), whatever order the
+    # The site's directory, database, slurmdbd, controller, workers, login, slurmrestd, whatever order the
     # manifests list them in: helm template sorts objects of one kind by name.
     for doc in sorted(bundle.of_kind("StatefulSet"), key=_role_rank):
         plans.extend(_statefulset(doc, shared, ips, problems))

@@ -20,7 +20,6 @@ import docker
 from docker.types import IPAMConfig, IPAMPool
 from docker.types import Mount as DockerMount
 
-from slurmpod import well_known as wk
 from slurmpod.errors import PermanentError, TransientError
 from slurmpod_host.cluster import network, podspec
 from slurmpod_host.cluster import well_known as host_wk
@@ -272,8 +271,8 @@ def pod_status(container: Any, root: Path) -> PodStatus:
 
 def statuses(client: Any, name: str, root: Path) -> list[PodStatus]:
     containers = client.containers.list(all=True, filters=_label_filter(name))
-    return sorted((pod_status(c, root) for c in containers), key=lambda s: (wk.POD_ROLES.index(s.role)
-                  if s.role in wk.POD_ROLES else 9, s.name))
+    return sorted((pod_status(c, root) for c in containers), key=lambda s: (host_wk.START_ORDER.index(s.role)
+                  if s.role in host_wk.START_ORDER else 9, s.name))
 
 
 def wait_healthy(client: Any, pod: str, timeout_s: float) -> None:

@@ -51,6 +51,32 @@ def test_pods_in_start_order() -> None:
     assert [p.role for p in PLANS.values()] == ["controller", "worker", "worker", "worker", "login"]
 
 
+def _site_statefulset(role: str) -> manifests.Document:
+    """A directory server a site runs beside slurmpod: its own image, listed after slurmpod's objects."""
+    labels = {wk.LABEL_ROLE: role}
+    return manifests.Document("site.yaml", {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "slapd"},
+        "spec": {"serviceName": "slurm", "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {
+                     "automountServiceAccountToken": False, "enableServiceLinks": False,
+                     "containers": [{"name": "slapd", "image": "example/slapd:2.6",
+                                     "command": ["slapd", "-d", "0"]}]}}}})
+
+
+def test_a_site_directory_pod_starts_first_from_its_own_image() -> None:
+    bundle = manifests.Bundle(BUNDLE.namespace, (*BUNDLE.documents, _site_statefulset("directory")))
+    plans = list(podspec.plan_cluster(bundle, _params(flavor="26.05"), _key))
+    assert [(p.name, p.role, p.image) for p in plans[:2]] == [
+        ("demo-slapd-0", "directory", "example/slapd:2.6"),  # the tag is the site's, not the flavor
+        ("demo-controller-0", "controller", "slurmpod/controller:26.05")]
+    assert plans[0].entrypoint == ("slapd", "-d", "0")
+    with pytest.raises(BadInput) as raised:
+        podspec.plan_cluster(manifests.Bundle(BUNDLE.namespace, (*BUNDLE.documents, _site_statefulset("ldap"))),
+                             _params(), _key)
+    assert "site.yaml:StatefulSet/slapd.spec.template.metadata.labels.slurmpod.io/role='ldap': no such role" in str(
+        raised.value)
+
+
 def test_replicas_from_manifest_when_not_overridden() -> None:
     assert [p.name for p in _plans().values() if p.role == "worker"] == ["demo-worker-0", "demo-worker-1"]
 
