@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import string
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,21 +21,18 @@ from typing import Any
 
 import podkit
 import pytest
+import slapdkit
 from imagekit import CONTAINER_PREFIX
+from slapdkit import ADMIN, NEW_USER_BOUND_S
 
 from slurmpod import well_known as wk
 from slurmpod_host.images.flavors import Flavor
 
-SLAPD_DIR = Path(__file__).resolve().parent / "slapd"
 ROLES = ("login", "worker", "controller", "restapi")
-ADMIN = ("-x", "-D", "cn=admin,dc=example,dc=org", "-w", "test-admin", "-H", "ldapi:///")
 SSH = ("-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
        "-o", "ConnectTimeout=10")
 # sssd makes its nss pipe within seconds of its start; pod start waits for it at most SSSD_WAIT_SECONDS.
 UP_BOUND_S = 60.0
-# A name looked up before it existed is remembered as absent for [nss] entry_negative_timeout (15 s by
-# default); a cached entry is refreshed after entry_cache_timeout (5 s in slapd/sssd.conf). Ref: sssd.conf(5)
-NEW_USER_BOUND_S = 15 + 5 + 10
 
 
 @dataclass(frozen=True)
@@ -65,20 +60,14 @@ def _wait(what: str, check: Any, bound_s: float) -> Any:
     raise AssertionError(f"{what}: not within {bound_s:.0f}s; last: {last}")
 
 
-def _ldif(keys: Path) -> str:
-    seed = string.Template((SLAPD_DIR / "seed.ldif").read_text())
-    return seed.substitute(alice_key=(keys / "alice.pub").read_text().strip(),
-                           bob_key=(keys / "bob.pub").read_text().strip())
-
-
 def _start_pod(client: Any, image: str, role: str, root: Path, *, network: str, ldap_host: str) -> Any:
     """One pod of ``role``, started as the chart starts it (the image's entrypoint), with sssd.conf mounted."""
     pod = podkit.make_pod(root, role)
-    text = (SLAPD_DIR / "sssd.conf").read_text()
+    text = slapdkit.sssd_conf(ldap_host)
     if role in ("controller", "restapi"):
         text = text.replace("services = nss, ssh", "services = nss")
     pod.sssd_conf.parent.mkdir(parents=True, exist_ok=True)
-    pod.sssd_conf.write_text(string.Template(text).substitute(ldap_host=ldap_host))
+    pod.sssd_conf.write_text(text)
     pod.sssd_conf.chmod(0o400)
     env = pod.env(role, **{wk.ENV_SSSD_MKHOMEDIR: "true", "PATH": None, "SLURMPOD_SSSD_BINARY": None})
     name = f"{CONTAINER_PREFIX}dir-{role}-{uuid.uuid4().hex[:8]}"
@@ -97,14 +86,8 @@ def directory(docker_client: Any, images: dict[str, Any], flavor: Flavor, tmp_pa
     if not flavor.has_sssd:
         pytest.skip(f"Debian {flavor.suite} has no SSSD package, so the {flavor.name} images carry none; "
                     "test_pod_start_refuses_an_sssd_conf_it_cannot_serve checks they refuse one")
-    keys = tmp_path_factory.mktemp("keys")
-    for who in ("alice", "bob", "other"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", who, "-f", str(keys / who)],
-                       check=True, timeout=30)
-    tag = f"slurmpod-test/slapd:{flavor.suite}"
-    docker_client.images.build(path=str(SLAPD_DIR), tag=tag, rm=True, buildargs={
-        "ROOTFS_IMAGE": f"slurmpod/rootfs:{flavor.suite}",
-        "APT_CHECK_VALID_UNTIL": "true" if flavor.apt_check_valid_until else "false"})
+    keys = slapdkit.make_keys(tmp_path_factory.mktemp("keys"))
+    tag = slapdkit.build_image(docker_client, flavor)
     network = docker_client.networks.create(f"{CONTAINER_PREFIX}dir-{uuid.uuid4().hex[:8]}", internal=True)
     started: list[Any] = []
     try:
@@ -112,7 +95,7 @@ def directory(docker_client: Any, images: dict[str, Any], flavor: Flavor, tmp_pa
                                              detach=True, network=network.name)
         started.append(slapd)
         slapd_name = slapd.name
-        ldif = shlex.quote(_ldif(keys))
+        ldif = shlex.quote(slapdkit.seed_ldif(keys))
         _wait("slapd seeded", lambda: (_run(slapd, f"printf '%s\\n' {ldif} | ldapadd {' '.join(ADMIN)}")[0] == 0,
                                         None), 30)
         pods = {}
@@ -139,7 +122,7 @@ def test_pod_start_refuses_an_sssd_conf_it_cannot_serve(docker_client: Any, imag
     on one with it a group-readable one. The pod never starts without the users it was asked for."""
     pod = podkit.make_pod(tmp_path, "login")
     pod.sssd_conf.parent.mkdir(parents=True, exist_ok=True)
-    pod.sssd_conf.write_text(string.Template((SLAPD_DIR / "sssd.conf").read_text()).substitute(ldap_host="ldap"))
+    pod.sssd_conf.write_text(slapdkit.sssd_conf("ldap"))
     pod.sssd_conf.chmod(0o400 if not flavor.has_sssd else 0o440)
     env = pod.env("login", **{"PATH": None, "SLURMPOD_SSSD_BINARY": None})
     name = f"{CONTAINER_PREFIX}dir-bad-{uuid.uuid4().hex[:8]}"
@@ -213,8 +196,7 @@ def test_a_key_not_stored_for_the_user_is_refused(directory: Directory, user: st
 def test_a_user_added_to_the_directory_shows_on_every_pod_once_the_cache_expires(directory: Directory) -> None:
     for pod in directory.pods.values():  # looked up before they exist: cached as absent
         assert _run(pod, "id carol", 15)[0] != 0
-    entry = ("dn: uid=carol,ou=people,dc=example,dc=org\nobjectClass: inetOrgPerson\nobjectClass: posixAccount\n"
-             "uid: carol\ncn: Carol\nsn: New\nuidNumber: 5003\ngidNumber: 5001\nhomeDirectory: /home/carol\n")
+    entry = slapdkit.user_ldif("carol", 5003, 5001)
     code, out = _run(directory.slapd, f"printf '%s' {shlex.quote(entry)} | ldapadd {' '.join(ADMIN)}", 30)
     assert code == 0, out
     for role, pod in directory.pods.items():
