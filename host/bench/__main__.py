@@ -4,7 +4,7 @@ Parts, all by default:
   render    no Docker: 10,000-node topology rendering; periodic health and prolog runs on 8 fake GPUs;
             the job_submit plugin's cost per call in a stand-in slurmctld (C fast path vs Python)
   builds    cold and warm image builds, image sizes
-  startup   pod start to IDLE against a bare slurmd start; preStop
+  startup   pod start to IDLE against a bare slurmd start, and with SSSD on against off; preStop
   policy    submit cost of no job_submit plugin, job_submit/lua and job_submit/slurmpod, alternated
   health    prolog cost per job in a cluster: sruns with slurmpod's hooks against sruns without
   mpi       `srun --mpi=pmix -N2 -n4` MPI start-up to first output beside `srun -N2 -n4 hostname`
@@ -92,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
                 startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
                 startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
                                 workers=list(cluster.workers))
+                if get_flavor(flavor).has_sssd:
+                    startup.sssd_start_to_idle(report, client, BENCH_CLUSTER, controller=cluster.controller,
+                                               login=cluster.login, trials=args.trials)
+                else:
+                    report.notes.append(f"SSSD start figures: none on {flavor}, whose images carry no SSSD")
             if "health" in parts:
                 health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller,
                                        login=cluster.login, worker=cluster.workers[0],

@@ -1,4 +1,5 @@
-"""Pod start to IDLE, and preStop to drained-and-requeued, each beside a bare-Slurm baseline.
+"""Pod start to IDLE (also with SSSD on, beside off), and preStop to drained-and-requeued, each beside a
+baseline.
 
 Both sides run in the same cluster, the same image and the same pod plan from deploy/; only the
 container command differs. Trials alternate between the two so background noise hits both alike.
@@ -8,6 +9,7 @@ the host's clock and the pods' are the same kernel clock.
 
 from __future__ import annotations
 
+import shlex
 import time
 from typing import Any
 
@@ -74,6 +76,43 @@ def start_to_idle(report: Report, client: Any, cluster: str, controller: str, tr
     report.add(Figure(f"seconds our start adds over bare (median of {trials} paired trials)", "s",
                       median(added), None, "the bare start of the same trial", f"<= {START_ADDED_FLOOR_S} s",
                       median(added) <= START_ADDED_FLOOR_S, tuple(added), ()))
+
+
+# SSSD on a worker: a minimal site sssd.conf on the shared /home (root's, 0600, as pod start requires),
+# named by the env twin of the Secret's path. Its directory refuses connections at once, so SSSD starts
+# offline; its start never waits for the directory (sssd.conf(5): offline mode), so what the figure adds
+# is SSSD's own start and pod start's wait for its nss socket.
+SSSD_CONF = "/home/.slurmpod-bench/sssd.conf"
+SSSD_CONF_TEXT = """[sssd]
+services = nss, ssh
+domains = bench
+
+[domain/bench]
+id_provider = ldap
+auth_provider = none
+ldap_uri = ldap://127.0.0.1
+ldap_search_base = dc=example,dc=org
+"""
+
+
+def sssd_start_to_idle(report: Report, client: Any, cluster: str, *, controller: str, login: str,
+                       trials: int = 5) -> None:
+    """Worker start to IDLE with SSSD on beside the same start with it off, alternating, paired per trial."""
+    made = _sh(client, login, f"install -d -m 0700 {SSSD_CONF.rsplit('/', 1)[0]} && umask 077 && "
+                              f"printf '%s' {shlex.quote(SSSD_CONF_TEXT)} > {SSSD_CONF}")
+    if made.code != 0:
+        raise TransientError(f"writing {SSSD_CONF}: {made.stderr.strip()}")
+    on_patch = lifecycle.PodPatch(env={"SLURMPOD_SSSD_CONF_FILE": SSSD_CONF})
+    on: list[float] = []
+    off: list[float] = []
+    for i in range(trials):
+        on.append(_time_to_idle(client, cluster, controller, 40 + 2 * i, on_patch))
+        off.append(_time_to_idle(client, cluster, controller, 41 + 2 * i, lifecycle.PodPatch()))
+    report.add(Figure(f"worker pod start to IDLE with SSSD on (median of {trials})", "s", median(on), median(off),
+                      "the same start with SSSD off", "", None, tuple(on), tuple(off)))
+    added = [a - b for a, b in zip(on, off, strict=True)]
+    report.add(Figure(f"seconds SSSD adds to a worker's start (median of {trials} paired trials)", "s",
+                      median(added), None, "the SSSD-off start of the same trial", "", None, tuple(added), ()))
 
 
 def _running_job(client: Any, login: str, worker: str) -> int:
