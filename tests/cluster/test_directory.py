@@ -181,6 +181,19 @@ def test_a_key_not_stored_for_the_user_is_refused(directory: Directory, user: st
     assert done.returncode == 255 and "Permission denied (publickey)" in done.stderr, done.stderr
 
 
+def test_no_user_reads_the_sites_sssd_conf_or_sssds_cache(directory: Directory) -> None:
+    """sssd.conf may hold the directory's bind password (ldap_default_authtok): root's alone, on the login
+    pod and in a job on a worker, as the Secret mount and the installed copy."""
+    secret = "/run/secrets/slurmpod/sssd/sssd.conf"
+    probe = (f"for f in {secret} /etc/sssd/sssd.conf /var/lib/sss/db/cache_example.ldb; do "
+             "if cat $f >/dev/null 2>&1; then echo READ $f; else echo refused; fi; done")
+    on_login = _as(directory, "alice", probe)
+    in_job = _as(directory, "alice", f"srun -w {directory.s.cluster.workers[0]} -t 1 sh -c {shlex.quote(probe)}")
+    assert on_login.split() == in_job.split() == ["refused"] * 3, (on_login, in_job)
+    installed = directory.s.root_in(directory.s.cluster.login, "stat", "-c", "%U %a", "/etc/sssd/sssd.conf")
+    assert installed.stdout.strip() == "root 600", installed.stdout
+
+
 def test_alices_batch_and_srun_tasks_run_as_her_on_both_workers_and_her_files_are_hers(
         directory: Directory) -> None:
     task = "echo $(hostname) $(id -u) $(id -g) $(id -Gn | tr ' ' '\\n' | sort | xargs)"
