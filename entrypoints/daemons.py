@@ -103,6 +103,14 @@ def stale_fields(state: NodeState, expected: dict[str, str]) -> list[str]:
     return out
 
 
+def refused_by_placeholder(state: NodeState) -> bool:
+    """slurmctld refused this slurmd's registration against a FUTURE placeholder of the same name whose
+    definition differs (it keeps the record FUTURE, with INVALID_REG and a "... differ" reason, and slurmd
+    stays unregistered). The autoscaler deletes a placeholder before it starts the pod; this is the way
+    back when something else started it (`kubectl scale`). Ref: https://slurm.schedmd.com/dynamic_nodes.html"""
+    return state.base == "FUTURE" and "INVALID_REG" in state.flags
+
+
 class Reconciler:
     """reconcile-node's steps, each retried while the controller does not answer."""
 
@@ -122,17 +130,22 @@ class Reconciler:
                 wait = min(BACKOFF_MAX, wait * 2)
 
     def registered(self) -> NodeState:
-        """The node's record once slurmd has registered and answers (waits as long as it takes)."""
+        """The node's record once slurmd has registered and answers, or a placeholder that refused its
+        registration (``refused_by_placeholder``); waits as long as it takes."""
         wait = BACKOFF_START
         while True:
-            state = self._patiently("read node", lambda: self.client.node(self.node, timeout=STEP_TIMEOUT))
-            if state is not None and state.registered:
+            state = self._patiently("read node",
+                                    lambda: self.client.node(self.node, future=True, timeout=STEP_TIMEOUT))
+            if state is not None and (state.registered or refused_by_placeholder(state)):
                 return state
             self.clock.sleep(wait)
             wait = min(BACKOFF_MAX / 2, wait * 2)
 
     def run(self, expected_conf: str) -> int:
         state = self.registered()
+        if refused_by_placeholder(state):
+            # Nothing of the placeholder is worth keeping: its reason is slurmctld's "... differ".
+            state = self._reregister([f"placeholder {state.base} refused the registration: {state.reason}"])
         stale = stale_fields(state, parse_conf(expected_conf)) if expected_conf else []
         hold = reasons.hold(state)
         if stale:

@@ -49,6 +49,34 @@ class Job:
     completing: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    """A FUTURE node record for a worker pod that does not run yet: Slurm then knows the nodeset's size and
+    features, so jobs that need more nodes than run now are accepted and wait (reason ReqNodeNotAvail)
+    instead of being refused. slurmd never registers against it: the pod's start deletes it first.
+    Ref: https://slurm.schedmd.com/dynamic_nodes.html, https://slurm.schedmd.com/slurm.conf.html#OPT_FUTURE"""
+
+    name: str
+    features: tuple[str, ...]
+    cpus: int
+    real_memory_mib: int
+    gpus: int = 0
+
+    def conf(self) -> list[str]:
+        """The `scontrol create` arguments, every value checked so nothing can add a key."""
+        confvalues.node_name("placeholder name", self.name)
+        for f in self.features:
+            confvalues.feature("placeholder feature", f)
+        args = [f"NodeName={self.name}", "State=FUTURE",
+                f"CPUs={confvalues.integer('placeholder cpus', self.cpus, 1, 1 << 20)}",
+                f"RealMemory={confvalues.integer('placeholder memory', self.real_memory_mib, 1, 1 << 40)}"]
+        if self.features:
+            args.append(f"Features={','.join(self.features)}")
+        if self.gpus:
+            args.append(f"Gres=gpu:{confvalues.integer('placeholder gpus', self.gpus, 1, 1024)}")
+        return args
+
+
 class SlurmRefused(PermanentError):
     """slurmctld answered and refused the request (a job that cannot be requeued, a node with jobs)."""
 
@@ -67,10 +95,13 @@ class SlurmClient(Protocol):
 
     def ping(self, *, timeout: float = DEFAULT_TIMEOUT) -> bool: ...
 
-    def nodes(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]: ...
+    def nodes(self, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
+        """Every node record; FUTURE records (placeholders no slurmd has taken) only with ``future``."""
+        ...
 
-    def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
-        """The node's record, or None when slurmctld answers that it has none."""
+    def node(self, name: str, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+        """The node's record, or None when slurmctld answers that it has none (a FUTURE record counts only
+        with ``future``)."""
         ...
 
     def jobs_on_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Job, ...]: ...
@@ -84,6 +115,8 @@ class SlurmClient(Protocol):
     def start_now(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
 
     def delete_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
+    def create_future_node(self, placeholder: Placeholder, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
 
     def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
 
@@ -149,12 +182,15 @@ class CliSlurmClient:
         result = self._run(["scontrol", "ping"], timeout)
         return result.returncode == 0 and "UP" in result.stdout and "DOWN" not in result.stdout
 
-    def nodes(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
-        return parse_nodes(self._ok(["scontrol", "show", "nodes", "--json"], timeout).stdout)
+    def nodes(self, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
+        # --future: FUTURE records too. Ref: https://slurm.schedmd.com/scontrol.html#OPT_future
+        argv = ["scontrol", *(["--future"] if future else []), "show", "nodes", "--json"]
+        return parse_nodes(self._ok(argv, timeout).stdout)
 
-    def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+    def node(self, name: str, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
         confvalues.node_name("node", name)
-        result = self._run(["scontrol", "show", "node", name, "--json"], timeout)
+        argv = ["scontrol", *(["--future"] if future else []), "show", "node", name, "--json"]
+        result = self._run(argv, timeout)
         if not_found(result):
             return None
         if result.returncode != 0:
@@ -198,6 +234,10 @@ class CliSlurmClient:
         confvalues.node_name("node", name)
         self._ok(["scontrol", "delete", f"NodeName={name}"], timeout)
 
+    def create_future_node(self, placeholder: Placeholder, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        # Ref: https://slurm.schedmd.com/dynamic_nodes.html (scontrol create NodeName=... State=FUTURE)
+        self._ok(["scontrol", "create", *placeholder.conf()], timeout)
+
     def reconfigure(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._ok(["scontrol", "reconfigure"], timeout)
 
@@ -212,5 +252,5 @@ class CliSlurmClient:
         return self._ok(["sinfo", "--noheader", "--summarize"], timeout).stdout
 
 
-__all__ = ["CliSlurmClient", "Job", "NodeState", "SlurmClient", "SlurmRefused", "TransientError", "error_of",
-           "reason_arg"]
+__all__ = ["CliSlurmClient", "Job", "NodeState", "Placeholder", "SlurmClient", "SlurmRefused", "TransientError",
+           "error_of", "reason_arg"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from slurmpod.errors import SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
-from slurmpod.slurm import DEFAULT_TIMEOUT, Job, SlurmRefused, reason_arg
+from slurmpod.slurm import DEFAULT_TIMEOUT, Job, Placeholder, SlurmRefused, reason_arg
 
 
 class FakeClock:
@@ -106,13 +106,22 @@ class FakeSlurm:
         self._enter("ping", timeout)
         return self.ping_answer
 
-    def nodes(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
+    def nodes(self, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> tuple[NodeState, ...]:
         self._enter("nodes", timeout)
-        return tuple(self.nodes_by_name.values())
+        return tuple(n for n in self.nodes_by_name.values() if future or n.base != "FUTURE")
 
-    def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+    def node(self, name: str, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
         self._enter("node", timeout, name)
-        return self.nodes_by_name.get(name)
+        state = self.nodes_by_name.get(name)
+        return state if state is not None and (future or state.base != "FUTURE") else None
+
+    def create_future_node(self, placeholder: Placeholder, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        placeholder.conf()  # the real client's checks
+        self._enter("create_future_node", timeout, placeholder.name)
+        if placeholder.name in self.nodes_by_name:
+            raise SlurmRefused(f"scontrol create exited 1: Duplicate node name {placeholder.name}")
+        self.add_node(placeholder.name, "FUTURE", ("DYNAMIC_NORM",), features=placeholder.features,
+                      cpus=placeholder.cpus, real_memory=placeholder.real_memory_mib)
 
     def jobs_on_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Job, ...]:
         self._enter("jobs_on_node", timeout, name)

@@ -87,11 +87,11 @@ def test_bad_answers_are_waited_out(fault: TransientError) -> None:
     class Flaky(FakeSlurm):
         left = 50
 
-        def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+        def node(self, name: str, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
             if self.left:
                 self.left -= 1
                 raise fault
-            return super().node(name, timeout=timeout)
+            return super().node(name, future=future, timeout=timeout)
 
     flaky = Flaky(clock=slurm.clock, nodes_by_name=slurm.nodes_by_name)
     Reconciler(flaky, FakeSupervisor(), NODE, flaky.clock).run(CONF)
@@ -103,7 +103,7 @@ def test_waits_for_slurmd_to_register() -> None:
     seen: list[str] = []
 
     class Registering(FakeSlurm):
-        def node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
+        def node(self, name: str, *, future: bool = False, timeout: float = DEFAULT_TIMEOUT) -> NodeState | None:
             n = len(self.called("node"))
             if n == 5:
                 self.add_node(NODE, "UNKNOWN", ("DYNAMIC_NORM", "DRAIN", "NOT_RESPONDING"), reasons.POD_TERMINATING,
@@ -112,7 +112,7 @@ def test_waits_for_slurmd_to_register() -> None:
                 self.add_node(NODE, "IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.POD_TERMINATING,
                               **SHAPE)
             seen.append(str(self.nodes_by_name.get(NODE)))
-            return super().node(name, timeout=timeout)
+            return super().node(name, future=future, timeout=timeout)
 
     slurm = Registering()
     Reconciler(slurm, FakeSupervisor(), NODE, slurm.clock).run(CONF)
@@ -213,3 +213,34 @@ def test_no_expected_conf_never_re_registers() -> None:
     sup = FakeSupervisor()
     Reconciler(slurm, sup, NODE, slurm.clock).run("")
     assert sup.actions == [] and not slurm.called("delete_node")
+
+
+# --- a FUTURE placeholder that refused this pod's registration ---
+
+
+def test_a_placeholder_that_refused_the_registration_is_replaced_by_the_pods_own_record() -> None:
+    slurm = FakeSlurm()
+    # What slurmctld leaves when slurmd -Z registers against a FUTURE record of another shape (seen on 24.11.5).
+    slurm.add_node(NODE, "FUTURE", ("DYNAMIC_NORM", "DRAIN", "INVALID_REG"), "CoreSpec differ",
+                   cpus=1, real_memory=900, features=("workers",))
+    sup = _registers_afresh(slurm)
+    assert Reconciler(slurm, sup, NODE, slurm.clock).run(CONF) == 0
+    assert sup.actions == [("stop", "slurmd"), ("start", "slurmd")]
+    assert slurm.called("delete_node") == [(NODE,)]
+    after = slurm.nodes_by_name[NODE]
+    assert after.base == "IDLE" and after.reason == "" and not after.drained
+    assert not slurm.called("drain")  # slurmctld's "differ" reason is not carried across
+
+
+@pytest.mark.parametrize(
+    ("base", "flags", "refused"),
+    [("FUTURE", ("DYNAMIC_NORM", "DRAIN", "INVALID_REG"), True),
+     ("FUTURE", ("DYNAMIC_NORM",), False),  # not registered yet: wait, never delete
+     ("IDLE", ("DYNAMIC_NORM", "INVALID_REG"), False),  # a registered record: the stale-field path
+     ("IDLE", ("DYNAMIC_NORM",), False)],
+    ids=["refused-placeholder", "untaken-placeholder", "registered-invalid", "registered"],
+)
+def test_only_a_refused_placeholder_counts_as_refused(base: str, flags: tuple[str, ...], refused: bool) -> None:
+    from slurmpod.entrypoints.daemons import refused_by_placeholder
+
+    assert refused_by_placeholder(NodeState(NODE, base, frozenset(flags))) is refused

@@ -14,7 +14,7 @@ from fakes.slurm_client import ADMIN_REASON_300
 
 from slurmpod.commands import Result
 from slurmpod.errors import BadInput, PermanentError, TransientError
-from slurmpod.slurm import CliSlurmClient, SlurmRefused, reason_arg
+from slurmpod.slurm import CliSlurmClient, Placeholder, SlurmRefused, reason_arg
 
 NODE_DOC = json.dumps({"nodes": [{"name": "w-0", "state": ["IDLE", "DRAIN", "DYNAMIC_NORM"],
                                   "reason": ADMIN_REASON_300, "cpus": 2}], "errors": [], "warnings": []})
@@ -158,11 +158,19 @@ def test_runner_errors_pass_through(exc: Exception) -> None:
         (lambda c: c.requeue(7), ("scontrol", "requeue", "7")),
         (lambda c: c.start_now([7, 8]), ("scontrol", "update", "JobId=7,8", "StartTime=now")),
         (lambda c: c.delete_node("w-0"), ("scontrol", "delete", "NodeName=w-0")),
+        (lambda c: c.create_future_node(Placeholder("w-3", ("burst", "ib"), 8, 65536, 4)),
+         ("scontrol", "create", "NodeName=w-3", "State=FUTURE", "CPUs=8", "RealMemory=65536", "Features=burst,ib",
+          "Gres=gpu:4")),
+        (lambda c: c.create_future_node(Placeholder("w-3", (), 1, 900)),
+         ("scontrol", "create", "NodeName=w-3", "State=FUTURE", "CPUs=1", "RealMemory=900")),
+        (lambda c: c.nodes(future=True), ("scontrol", "--future", "show", "nodes", "--json")),
+        (lambda c: c.node("w-0", future=True), ("scontrol", "--future", "show", "node", "w-0", "--json")),
     ],
-    ids=["drain", "resume", "requeue", "start-now", "delete"],
+    ids=["drain", "resume", "requeue", "start-now", "delete", "placeholder", "placeholder-bare", "nodes-future",
+         "node-future"],
 )
 def test_argv(call: Callable[[CliSlurmClient], object], argv: tuple[str, ...]) -> None:
-    runner = FakeRunner()
+    runner = FakeRunner(stdout=NODE_DOC)
     call(CliSlurmClient(runner))
     assert runner.calls[0][0] == argv
 
@@ -206,3 +214,17 @@ def test_set_topology_argv() -> None:
     runner = FakeRunner()
     CliSlurmClient(runner).set_topology("w-0", "default:b1", timeout=7)
     assert runner.calls == [(("scontrol", "update", "NodeName=w-0", "Topology=default:b1"), 7)]
+
+
+@pytest.mark.parametrize(
+    "placeholder",
+    [Placeholder("w-3 State=IDLE", (), 1, 900), Placeholder("w-3", ("burst Weight=0",), 1, 900),
+     Placeholder("w-3", ("a,b",), 1, 900), Placeholder("w-3", (), 0, 900), Placeholder("w-3", (), 1, -1),
+     Placeholder("w-3", (), 1, 900, -2)],
+    ids=["name-adds-key", "feature-adds-key", "feature-comma", "no-cpus", "negative-memory", "negative-gpus"],
+)
+def test_a_placeholder_that_would_add_a_key_never_reaches_scontrol(placeholder: Placeholder) -> None:
+    runner = FakeRunner()
+    with pytest.raises(BadInput):
+        CliSlurmClient(runner).create_future_node(placeholder)
+    assert runner.calls == []
