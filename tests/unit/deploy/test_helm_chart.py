@@ -486,7 +486,8 @@ def test_network_policies_allow_exactly_the_ports_the_cluster_uses() -> None:
     assert set(pols) == {"controller", "worker", "login", "accounting", "db", "restapi"}
     assert all(p["policyTypes"] == ["Ingress", "Egress"] for p in pols.values())
     assert _rules(pols["controller"], "ingress") == {(r, "TCP", 6817, None)
-                                                     for r in ("worker", "login", "accounting", "restapi")}
+                                                     for r in ("worker", "login", "accounting", "restapi")} | {
+        ("*", "TCP", 9401, None)}  # slurmpod's exporter, for Prometheus
     assert _rules(pols["controller"], "egress") == DNS | {
         ("worker", "TCP", 6818, None), ("login", *SRUN), ("worker", *SRUN), ("accounting", "TCP", 6819, None),
         ("*", "TCP", 443, None), ("*", "TCP", 6443, None)}  # k8s-sync: the API server

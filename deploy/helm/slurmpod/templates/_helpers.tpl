@@ -212,3 +212,61 @@ from the ConfigMap `sssd.caConfigMap`. Called with (dict "root" $ "role" ROLE); 
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Fails naming .field unless .value is a whole number (not a string) from .min to .max. */}}
+{{- define "slurmpod.wholeNumber" -}}
+{{- $v := .value -}}
+{{- if not (and (or (kindIs "int64" $v) (kindIs "float64" $v)) (regexMatch "^[0-9]+$" (toString $v))
+      (ge (int64 $v) (int64 .min)) (le (int64 $v) (int64 .max))) -}}
+{{- fail (printf "%s: %q: must be a whole number, %d to %d" .field (toString $v) (int64 .min) (int64 .max)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The StatefulSet of nodeset .name: `worker` for nodeset workers, else `worker-<name>` (the suffix of
+<release>-...), as worker.yaml names it. */}}
+{{- define "slurmpod.nodesetStatefulSet" -}}
+{{- ternary "worker" (printf "worker-%s" .name) (eq .name "workers") -}}
+{{- end -}}
+
+{{/* A nodeset's `autoscaling` values, checked: called with (dict "name" NAME "ns" NODESET); renders them as
+YAML (fromYaml in the caller), with enabled false where the block is absent. */}}
+{{- define "slurmpod.autoscaling" -}}
+{{- $a := .ns.autoscaling | default dict -}}
+{{- $field := printf "nodesets.%s.autoscaling" .name -}}
+{{- $enabled := hasKey $a "enabled" | ternary $a.enabled false -}}
+{{- if not (kindIs "bool" $enabled) }}{{ fail (printf "%s.enabled: %q: must be true or false" $field (toString $enabled)) }}{{ end -}}
+{{- if $enabled -}}
+{{- if not (has (toString $a.mode) (list "slurmpod" "keda")) -}}
+{{- fail (printf "%s.mode: %q: must be slurmpod or keda" $field (toString $a.mode)) -}}
+{{- end -}}
+{{- /* StatefulSet replicas are an int32. Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/stateful-set-v1/ */ -}}
+{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.minReplicas" $field) "value" $a.minReplicas "min" 0 "max" 2147483647) -}}
+{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.maxReplicas" $field) "value" $a.maxReplicas "min" 1 "max" 2147483647) -}}
+{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.step" $field) "value" $a.step "min" 1 "max" 2147483647) -}}
+{{- /* keda: idleSeconds is also the HPA's scale-down stabilization window, at most an hour.
+Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/horizontal-pod-autoscaler-v2/#HorizontalPodAutoscalerSpec */ -}}
+{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.idleSeconds" $field) "value" $a.idleSeconds "min" 0
+      "max" (ternary 3600 2147483647 (eq (toString $a.mode) "keda"))) -}}
+{{- if gt (int64 $a.minReplicas) (int64 $a.maxReplicas) -}}
+{{- fail (printf "%s.minReplicas: %d is above maxReplicas %d" $field (int64 $a.minReplicas) (int64 $a.maxReplicas)) -}}
+{{- end -}}
+{{- end }}
+enabled: {{ $enabled }}
+{{- if $enabled }}
+mode: {{ $a.mode }}
+minReplicas: {{ int64 $a.minReplicas }}
+maxReplicas: {{ int64 $a.maxReplicas }}
+idleSeconds: {{ int64 $a.idleSeconds }}
+step: {{ int64 $a.step }}
+{{- end }}
+{{- end -}}
+
+{{/* Fails naming .field unless .labels is a map of string values (a label value is a string; `1` unquoted is not). */}}
+{{- define "slurmpod.stringLabels" -}}
+{{- if not (kindIs "map" (.labels | default dict)) }}{{ fail (printf "%s: %q: must be a map of labels" .field (toString .labels)) }}{{ end -}}
+{{- range $k, $v := .labels }}
+{{- if not (and (kindIs "string" $v) (regexMatch "^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$" $v)) -}}
+{{- fail (printf "%s.%s: %q: must be a label value: a quoted string of letters, digits, - _ . (63 at most)" $.field $k (toString $v)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -64,6 +64,7 @@ def test_bundle_has_every_object() -> None:
         ("Role", "controller"),
         ("RoleBinding", "controller"),
         ("Service", "login"),
+        ("Service", "metrics"),
         ("Service", "slurm"),
         ("ServiceAccount", "controller"),
         ("StatefulSet", "controller"),

@@ -36,15 +36,20 @@ def _wanted(bundle: Bundle) -> tuple[Wanted, ...]:
 
 def test_the_login_service_is_published_to_the_first_login_pod_and_headless_ones_never() -> None:
     plans = {p.name: p for p in podspec.plan_cluster(_bundle(), PARAMS, lambda n: b"x" * n)}
-    (login,) = _wanted(_bundle())
+    wanted = {w.key: w for w in _wanted(_bundle())}
+    assert set(wanted) == {"login/ssh", "metrics/metrics"}
+    login, metrics = wanted["login/ssh"], wanted["metrics/metrics"]
     assert (login.service, login.port_name, login.pod, login.target_port, login.node_port) == \
         ("login", "ssh", "demo-login-0", 22, None)
     assert login.pod_ip == plans["demo-login-0"].ip
+    # slurmpod's exporter, behind its own Service, on the controller pod
+    assert (metrics.pod, metrics.target_port, metrics.pod_ip) == ("demo-controller-0", 9401,
+                                                                   plans["demo-controller-0"].ip)
 
 
 def test_with_rest_on_its_service_is_published_too() -> None:
     keys = {w.key for w in _wanted(_bundle("accounting"))}
-    assert keys == {"login/ssh", "restapi/slurmrestd"}
+    assert keys == {"login/ssh", "metrics/metrics", "restapi/slurmrestd"}
 
 
 def _edited(edit: Any) -> Bundle:
@@ -73,13 +78,13 @@ def test_a_port_the_emulator_cannot_publish_is_bad_input_naming_the_field(edit: 
 
 
 def test_a_node_port_is_the_host_port() -> None:
-    (login,) = _wanted(_edited(lambda p: p.update(nodePort=30022)))
+    (login,) = [w for w in _wanted(_edited(lambda p: p.update(nodePort=30022))) if w.service == "login"]
     (chosen,) = services.choose([login], set(), lambda: pytest.fail("no free port needed"), lambda port: False)
     assert chosen.host_port == 30022
 
 
 def test_a_node_port_taken_or_listened_on_is_refused_naming_it() -> None:
-    (login,) = _wanted(_edited(lambda p: p.update(nodePort=30022)))
+    (login,) = [w for w in _wanted(_edited(lambda p: p.update(nodePort=30022))) if w.service == "login"]
     with pytest.raises(BadInput, match=r"nodePort.*30022.*another cluster"):
         services.choose([login], {30022}, lambda: 40000, lambda port: False)
     with pytest.raises(BadInput, match=r"nodePort.*30022.*listens"):
