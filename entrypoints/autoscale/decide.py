@@ -5,9 +5,9 @@ busy or not, and the PodDisruptionBudget does not apply to a scale-down. So repl
 past nodes that hold no job: idle nodes are drained first (highest ordinals first, at most ``step`` per
 pass) with `slurmpod: autoscale: scale-in`, and replicas come down on a later pass, once those nodes are
 seen DRAINED with no job. A job that landed meanwhile keeps its node: replicas stay above it.
-Ref: https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#scaling
-Ref: https://kubernetes.io/docs/tasks/run-application/configure-pdb/#arbitrary-controllers-and-selectors
-Ref: https://slurm.schedmd.com/scontrol.html#OPT_State_1 (DRAIN: no new jobs; running ones finish)
+Ref: https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#deployment-and-scaling-guarantees
+Ref: https://kubernetes.io/docs/concepts/workloads/pods/disruptions/#pod-disruption-budgets
+Ref: https://slurm.schedmd.com/sinfo.html#SECTION_NODE-STATE-CODES (DRAINING: jobs still run; DRAINED: none)
 
 Rules, per nodeset with R replicas and a demand of D nodes:
 - R below minReplicas: scale out to minReplicas.
