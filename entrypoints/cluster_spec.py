@@ -101,10 +101,38 @@ class HealthCheckState(enum.StrEnum):
     START_ONLY = "START_ONLY"
 
 
+class AutoscalingMode(enum.StrEnum):
+    """Who sets a nodeset's replicas when autoscaling is on: slurmpod's autoscaler (`slurmpod daemon
+    autoscale`, drains before it removes) or KEDA (a ScaledObject over the StatefulSet, from slurmpod's
+    metrics; it removes the highest ordinal whether busy or not). docs/autoscaling.md."""
+
+    SLURMPOD = "slurmpod"
+    KEDA = "keda"
+
+
+@dataclass(frozen=True, slots=True)
+class AutoscalingSpec:
+    """A nodeset's autoscaling (cluster.yaml `nodesets[].autoscaling`)."""
+
+    enabled: bool = False
+    mode: AutoscalingMode = AutoscalingMode.SLURMPOD
+    min_replicas: int = 0  # never fewer; 0: the nodeset may scale to zero when nothing is pending
+    max_replicas: int = 4  # never more, whatever is pending
+    idle_seconds: int = 300  # a node idle (no job) this long, with nothing pending, may be removed
+    step: int = 1  # at most this many pods added, or nodes drained for removal, per pass
+
+    @property
+    def by_slurmpod(self) -> bool:
+        """slurmpod's autoscaler sets this nodeset's replicas."""
+        return self.enabled and self.mode is AutoscalingMode.SLURMPOD
+
+
 @dataclass(frozen=True, slots=True)
 class NodeSetSpec:
     name: str
     feature: str
+    stateful_set: str = ""  # the StatefulSet whose pods are its nodes, `<stateful_set>-<ordinal>`; "" unknown
+    autoscaling: AutoscalingSpec = AutoscalingSpec()
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +314,12 @@ _TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nod
              "accounting", "restapi", "k8sSync", "requeue"}
 _K8S_SYNC_KEYS = {"enabled", "intervalSeconds", "notReadyGraceSeconds", "readySettleSeconds", "remediation"}
 _REMEDIATION_KEYS = {"restartPod", "replaceNode", "maxActions", "perSeconds"}
+_NODESET_KEYS = {"name", "feature", "statefulSet", "autoscaling"}
+_AUTOSCALING_KEYS = {"enabled", "mode", "minReplicas", "maxReplicas", "idleSeconds", "step"}
+# Replica bounds: a nodeset is at most a cluster (maxNodes' own bound).
+MAX_REPLICAS = 65_000
+MAX_STEP = 1_000
+MAX_IDLE_SECONDS = 7 * 86_400
 _TOPOLOGY_KEYS = {"source", "provider", "unplaced", "blockSizes", "slinkyTopology", "syncIntervalSeconds"}
 PROVIDERS = ("auto", *(p.value for p in Provider))
 _PART_KEYS = {"name", "nodesets", "default", "priorityTier", "preemptMode", "graceTime", "maxTime"}
@@ -498,14 +532,39 @@ def _int(low: int, high: int) -> Callable[[str, Any], int]:
     return lambda field, value: confvalues.integer(field, value, low, high)
 
 
+def _autoscaling(doc: Section, stateful_set: str | None, sts_field: str) -> AutoscalingSpec | None:
+    """Every problem named; None when any was found. ``stateful_set``: the nodeset's ("" none, None bad)."""
+    d = AutoscalingSpec()
+    p = doc.problems
+    before = len(p)
+    enabled = doc.flag("enabled")
+    mode = doc.choice("mode", AutoscalingMode, d.mode)
+    low = doc.integer("minReplicas", d.min_replicas, 0, MAX_REPLICAS)
+    high = doc.integer("maxReplicas", d.max_replicas, 1, MAX_REPLICAS)
+    idle = doc.integer("idleSeconds", d.idle_seconds, 0, MAX_IDLE_SECONDS)
+    step = doc.integer("step", d.step, 1, MAX_STEP)
+    if low is not None and high is not None:
+        p.check(low <= high, doc.where("minReplicas"), low, f"must not exceed maxReplicas ({high})")
+    if enabled and stateful_set == "":
+        p.add(sts_field, "", "needed when autoscaling is enabled: the StatefulSet whose replicas it sets")
+    if len(p) > before:
+        return None
+    return build(AutoscalingSpec, enabled=enabled, mode=mode, min_replicas=low, max_replicas=high,
+                 idle_seconds=idle, step=step)
+
+
 def _nodesets(doc: Section) -> tuple[NodeSetSpec, ...]:
     nodesets: list[NodeSetSpec] = []
-    for ns in doc.sections("nodesets", [{"name": "workers", "feature": "workers"}], {"name", "feature"}):
+    for ns in doc.sections("nodesets", [{"name": "workers", "feature": "workers"}], _NODESET_KEYS):
+        sts = "" if ns.raw("statefulSet") in (None, "") else ns.text("statefulSet", "", confvalues.node_name)
         spec = build(NodeSetSpec, name=ns.text("name", "", confvalues.name),
-                     feature=ns.text("feature", str(ns.raw("name", "")), confvalues.feature))
+                     feature=ns.text("feature", str(ns.raw("name", "")), confvalues.feature), stateful_set=sts,
+                     autoscaling=_autoscaling(ns.section("autoscaling", _AUTOSCALING_KEYS), sts,
+                                              ns.where("statefulSet")))
         if spec is not None:
             nodesets.append(spec)
     doc.problems.unique("nodesets", [n.name for n in nodesets])
+    doc.problems.unique("nodesets[].statefulSet", [n.stateful_set for n in nodesets if n.stateful_set])
     return tuple(nodesets)
 
 

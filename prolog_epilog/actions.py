@@ -109,7 +109,9 @@ def act(context: Context, results: Sequence[CheckResult], *, node: str, slurm: S
             return Action.NONE
         owner = reasons.owner(current.reason)
         if failure is not None:
-            if current.drained or (current.held and owner is reasons.Owner.OTHER):
+            # The autoscaler's scale-in drain is replaced: its lift must never return a faulty node to service.
+            if (current.drained and owner is not reasons.Owner.AUTOSCALE) or (
+                    current.held and owner is reasons.Owner.OTHER):
                 return Action.KEPT  # ours already, or someone else's: never overwritten
             reason = reasons.health(failure.check, failure.reason, failure.remediation.value)
             slurm.drain(node, reason, timeout=RPC_TIMEOUT)

@@ -10,6 +10,7 @@ command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v ssh-keyscan >/dev/null 2>&1 || need_apt+=(openssh-client)   # tests reach the login pod's sshd from outside
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)   # tests build a fake libnvidia-ml.so.1
+command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)   # tests scrape the exporter and run its queries
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 # tests build job_submit_slurmpod.so with cffi's embedding API: Python.h and libpython3.X.so
 test -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" || need_apt+=(python3-dev)

@@ -212,6 +212,13 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     option(ksync, t, "--state-dir", env="SLURMPOD_K8S_SYNC_STATE_DIR", default=f"{wk.RUN_DIR}/k8s-sync",
          help="where the remediation budget and the counters are kept")
     ksync.set_defaults(handler=lazy("slurmpod.entrypoints.k8s_sync.daemon"))
+    scale = dsub.add_parser("autoscale", help="controller: worker nodesets' replicas follow the pending jobs they "
+                            "could serve; scale-in drains idle nodes first")
+    option(scale, t, "--interval", env="SLURMPOD_AUTOSCALE_INTERVAL", type=float, default=15.0,
+           help="seconds between passes")
+    option(scale, t, "--counters", env="SLURMPOD_AUTOSCALE_COUNTERS_FILE", default=wk.AUTOSCALE_COUNTERS_FILE,
+           help="where the decisions are counted for the exporter (JSON)")
+    scale.set_defaults(handler=lazy("slurmpod.entrypoints.autoscale.daemon"))
     agent = dsub.add_parser("health-agent", help="worker: hold NVML, run the periodic health checks, answer "
                             "the prolog, epilog and healthcheck over a local socket")
     option(agent, t, "--socket", env=wk.ENV_HEALTH_AGENT_SOCKET, default=wk.HEALTH_AGENT_SOCKET,

@@ -7,7 +7,11 @@ slurmpod that set it:
              enough clean runs. A failure whose remediation is more than a drain says so first:
              ``slurmpod: <check>: restart pod: <detail>``, ``slurmpod: <check>: replace node: <detail>``;
 - k8s:       ``slurmpod: k8s: <why>`` (k8s-sync: the pod's Kubernetes node is cordoned or NotReady);
-             k8s-sync alone lifts it, once the cause is gone.
+             k8s-sync alone lifts it, once the cause is gone;
+- autoscale: ``slurmpod: autoscale: scale-in`` (the autoscaler: the node is to be removed once idle);
+             the autoscaler alone lifts it, when demand returns. It is the weakest of slurmpod's drains:
+             a health check's or k8s-sync's drain replaces it (so a lifted scale-in never returns a
+             faulty node to service), and so does preStop's when the pod goes.
 Every other reason is someone else's (an admin's, or slurmctld's own such as "Not responding") and is
 never changed, shortened or lost: when slurmpod must delete and re-create a node record, it re-applies
 that reason byte for byte.
@@ -40,6 +44,7 @@ class Owner(enum.Enum):
     LIFECYCLE = "lifecycle"  # slurmpod's pod lifecycle (preStop)
     HEALTH = "health"  # slurmpod's health checks
     K8S = "k8s"  # slurmpod's k8s-sync: the Kubernetes node is cordoned or NotReady
+    AUTOSCALE = "autoscale"  # slurmpod's autoscaler: to be removed by a scale-in once idle
     SLURMCTLD = "slurmctld"  # slurmctld itself (node stopped answering)
     OTHER = "other"  # an admin, another tool: never touched
 
@@ -47,6 +52,9 @@ class Owner(enum.Enum):
 # The health checks' reasons: "slurmpod: <check>: <detail>". A check name is a lowercase token.
 _LIFECYCLE = frozenset({POD_TERMINATING})
 K8S_PREFIX = f"{PREFIX}k8s: "
+AUTOSCALE_SCALE_IN = wk.REASON_AUTOSCALE_SCALE_IN
+# Tokens after the prefix that name no health check: the reasons of k8s-sync and of the autoscaler.
+_NOT_CHECKS = frozenset({"k8s", "autoscale"})
 # How a health reason names a remediation beyond the drain (prolog_epilog.result.Remediation values).
 REMEDIATION_LABELS = {"restart_pod": "restart pod", "replace_node": "replace node"}
 
@@ -56,11 +64,13 @@ def owner(reason: str) -> Owner:
         return Owner.NONE
     if reason in _LIFECYCLE:
         return Owner.LIFECYCLE
+    if reason == AUTOSCALE_SCALE_IN:
+        return Owner.AUTOSCALE
     if reason.startswith(K8S_PREFIX) and len(reason) > len(K8S_PREFIX):
         return Owner.K8S
     if reason.startswith(PREFIX):
         check, sep, _detail = reason[len(PREFIX):].partition(": ")
-        if sep and check and check != "k8s" and all(c.isalnum() or c in "-_." for c in check):
+        if sep and check and check not in _NOT_CHECKS and all(c.isalnum() or c in "-_." for c in check):
             return Owner.HEALTH
         return Owner.OTHER  # looks like ours but is not a reason slurmpod writes: hands off
     if reason in SLURMCTLD_REASONS:
@@ -81,7 +91,7 @@ def _fit(reason: str) -> str:
 def health(check: str, detail: str, remediation: str = "drain") -> str:
     """The reason a failed health check drains with, cut to fit MAX_OWN_REASON. ``remediation`` (a
     prolog_epilog.result.Remediation value) is named first when it asks for more than the drain."""
-    if not check or not all(c.isalnum() or c in "-_." for c in check) or check == "k8s":
+    if not check or not all(c.isalnum() or c in "-_." for c in check) or check in _NOT_CHECKS:
         raise ValueError(f"check name {check!r} is not a token")
     text = _one_line(detail)
     label = REMEDIATION_LABELS.get(remediation)
@@ -127,7 +137,8 @@ class Hold:
 
     @property
     def foreign(self) -> bool:
-        """Held for a reason slurmpod's lifecycle code must keep (an admin's, a health check's)."""
+        """Held for a reason slurmpod's lifecycle code must keep (an admin's, a health check's). The
+        autoscaler's scale-in is not: a pod that goes leaves Slurm as any idle pod does."""
         return self.held and self.owner in {Owner.OTHER, Owner.HEALTH, Owner.K8S}
 
 
@@ -164,11 +175,17 @@ def k8s_may_lift(state: NodeState) -> bool:
     return owner(state.reason) is Owner.K8S
 
 
+def autoscale_may_lift(state: NodeState) -> bool:
+    """The autoscaler may lift the scale-in drain it set, and nothing else."""
+    return state.drained and owner(state.reason) is Owner.AUTOSCALE
+
+
 def reaper_may_delete(state: NodeState) -> bool:
     """A dynamic node whose pod is gone: not responding, and no reason anyone chose to keep. k8s-sync's
-    reason was about the pod's Kubernetes node, which a gone pod no longer has."""
+    reason was about the pod's Kubernetes node, which a gone pod no longer has; the autoscaler's asked
+    for the pod to go."""
     return (
         state.dynamic
         and state.not_responding
-        and owner(state.reason) in {Owner.NONE, Owner.LIFECYCLE, Owner.SLURMCTLD, Owner.K8S}
+        and owner(state.reason) in {Owner.NONE, Owner.LIFECYCLE, Owner.SLURMCTLD, Owner.K8S, Owner.AUTOSCALE}
     )

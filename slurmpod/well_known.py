@@ -172,6 +172,9 @@ REASON_PREFIX = "slurmpod: "
 REASON_POD_TERMINATING = REASON_PREFIX + "pod terminating"
 # Reasons slurmpod sets for pod lifecycle: a new pod of the same name may clear them; no other reason.
 LIFECYCLE_REASONS = (REASON_POD_TERMINATING,)
+# Set by the autoscaler (`slurmpod daemon autoscale`) on the nodes it means to remove, highest ordinals
+# first; lifted only by the autoscaler, when demand returns. Ref: https://slurm.schedmd.com/scontrol.html#OPT_Reason
+REASON_AUTOSCALE_SCALE_IN = REASON_PREFIX + "autoscale: scale-in"
 
 ROLES = ("controller", "worker", "login")
 # Roles of the accounting and REST workloads, on only where the chart's values enable them.
@@ -229,6 +232,10 @@ LABEL_SLURM_STATE = "slurmpod.io/slurm-state"
 CONDITION_SLURM_NODE = "slurmpod.io/SlurmNode"
 TAINT_HARDWARE_FAULT = "slurmpod.io/hardware-fault"
 CONDITION_HARDWARE_FAULT = "SlurmpodHardwareFault"
+# The autoscaler's decisions, counted per nodeset and action (scale_out, drain, undrain, scale_in) as
+# {"decisions": {"<nodeset>": {"<action>": n}}}; written (replaced atomically) by `slurmpod daemon
+# autoscale` after every pass, read by the exporter beside it in the controller pod.
+AUTOSCALE_COUNTERS_FILE = f"{RUN_DIR}/autoscale/counters.json"
 # The in-cluster API: env set by kubelet in every pod; files mounted from the pod's service account.
 # Ref: https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/#without-using-a-proxy
 ENV_KUBERNETES_SERVICE_HOST = "KUBERNETES_SERVICE_HOST"

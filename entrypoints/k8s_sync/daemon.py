@@ -50,7 +50,8 @@ def observe_once(kube: Kube, slurm: SlurmClient, tgt: Target, now: float) -> obs
     """The pass's whole input; raises the first read that failed."""
     nodes = observe.nodes(kube.list_nodes())
     pods = observe.pods(kube.list_pods(tgt.namespace, tgt.selector))
-    slurm_nodes = {n.name: n for n in slurm.nodes(timeout=SLURM_READ_TIMEOUT_S)}
+    # FUTURE too: a pod whose registration a placeholder refused is "down", not unknown to Slurm.
+    slurm_nodes = {n.name: n for n in slurm.nodes(future=True, timeout=SLURM_READ_TIMEOUT_S)}
     return observe.Snapshot(nodes, pods, slurm_nodes, now)
 
 

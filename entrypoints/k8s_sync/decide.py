@@ -174,7 +174,9 @@ def _drain_or_lift(pod: WorkerPod, node: KubeNode, slurm: NodeState, now: float,
             return Undrain(pod, current, f"node {node.name} schedulable and Ready")
         return None
     reason = reasons.k8s(want)
-    if owner is reasons.Owner.NONE or (owner is reasons.Owner.K8S and current != reason):
+    # The autoscaler's scale-in drain yields to ours: its lift on returning demand must not put a node
+    # on a cordoned or NotReady Kubernetes node back in service.
+    if owner in (reasons.Owner.NONE, reasons.Owner.AUTOSCALE) or (owner is reasons.Owner.K8S and current != reason):
         return Drain(pod, reason, f"node {node.name} {want}", current)
     return None  # held for someone else's reason: theirs to lift
 

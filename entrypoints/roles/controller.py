@@ -65,6 +65,9 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
     if spec.k8s_sync.enabled:
         # Kubernetes node state -> Slurm drains; Slurm node state -> worker pod label and condition.
         progs.append(programs.slurmpod_task("k8s-sync", ["daemon", "k8s-sync"], restart="true"))
+    if any(ns.autoscaling.by_slurmpod for ns in spec.nodesets):
+        # Nodeset replicas follow the pending jobs they could serve; scale-in drains idle nodes first.
+        progs.append(programs.slurmpod_task("autoscale", ["daemon", "autoscale"], restart="true"))
     return RolePlan(None, tuple(files), tuple(dirs), tuple(progs))
 
 

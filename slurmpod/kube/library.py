@@ -63,6 +63,7 @@ class LibraryKube:
         self._client = client
         self._api = client.ApiClient(config)
         self._core = client.CoreV1Api(self._api)
+        self._apps = client.AppsV1Api(self._api)
         self._timeout = (settings.connect_timeout_s, settings.read_timeout_s)
         self._nodes_version = ""
 
@@ -184,3 +185,16 @@ class LibraryKube:
             "source": {"component": source}, "reportingComponent": source, "reportingInstance": source,
             "firstTimestamp": now, "lastTimestamp": now, "count": 1})
         self._call(f"event {namespace}/{event.about.name}", self._core.create_namespaced_event, namespace, body)
+
+    def get_scale(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._json(f"read scale {namespace}/{name}", self._apps.read_namespaced_stateful_set_scale,
+                          name, namespace)
+
+    def set_scale(self, namespace: str, name: str, replicas: int, resource_version: str) -> None:
+        if replicas < 0 or not resource_version:
+            raise ValueError(f"scale {namespace}/{name}: replicas {replicas} at version {resource_version!r}")
+        # The Scale's resourceVersion is the StatefulSet's; set, it is the update's precondition.
+        # Ref: https://kubernetes.io/docs/reference/using-api/api-concepts/#conflicts
+        body = {"metadata": {"resourceVersion": resource_version}, "spec": {"replicas": replicas}}
+        self._call(f"scale {namespace}/{name}", self._apps.patch_namespaced_stateful_set_scale, name, namespace,
+                   body, _content_type=MERGE_PATCH)

@@ -84,3 +84,15 @@ class Kube(Protocol):
     def set_node_condition(self, name: str, condition: Condition) -> None: ...
 
     def record_event(self, event: Event, source: str) -> None: ...
+
+    def get_scale(self, namespace: str, name: str) -> dict[str, Any]:
+        """The autoscaling/v1 Scale document of StatefulSet ``namespace/name``: spec.replicas (absent when
+        0), status.replicas, metadata.resourceVersion (the StatefulSet's).
+        Ref: https://kubernetes.io/docs/reference/kubernetes-api/autoscaling/scale-v1/"""
+        ...
+
+    def set_scale(self, namespace: str, name: str, replicas: int, resource_version: str) -> None:
+        """Set the StatefulSet's replicas through its scale subresource, only if it is still at
+        ``resource_version``: a change made meanwhile (a user, helm, another scaler) is a conflict (409,
+        TransientError) and nothing is changed."""
+        ...

@@ -3,8 +3,9 @@
 Faults per method, as the real client raises them:
 - ``fail[method] = exc``  that method raises exc (an API server that errors, 403, a conflict ...);
 - ``down = True``         every call raises TransientError (the API server is stopped, or times out).
-Writes are applied to the served documents (labels, conditions, taints, deletions), so a second pass
-sees what the first one wrote, as it would from a real API server.
+Writes are applied to the served documents (labels, conditions, taints, deletions, replicas), so a
+second pass sees what the first one wrote, as it would from a real API server. A StatefulSet's replicas
+are served as its autoscaling/v1 Scale, and ``set_scale`` at another resourceVersion is a 409 conflict.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ def pod_doc(name: str, node: str, *, namespace: str = "slurm", uid: str = "", cr
             "spec": {"nodeName": node}, "status": {"conditions": []}}
 
 
+def scale_doc(name: str, replicas: int, *, namespace: str = "slurm", resource_version: str = "1") -> dict[str, Any]:
+    """An autoscaling/v1 Scale as the API serves it: spec.replicas is left out when it is 0 (omitempty)."""
+    spec = {"replicas": replicas} if replicas else {}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {"name": name, "namespace": namespace, "resourceVersion": resource_version},
+            "spec": spec, "status": {"replicas": replicas}}
+
+
 def _set_condition(conditions: list[dict[str, Any]], condition: Condition) -> None:
     conditions[:] = [c for c in conditions if c.get("type") != condition.type]
     conditions.append({"type": condition.type, "status": condition.status, "reason": condition.reason,
@@ -50,6 +59,7 @@ class FakeKube:
     fail: dict[str, SlurmpodError] = field(default_factory=dict)
     down: bool = False
     node_changes: list[bool] = field(default_factory=list)  # what wait_for_node_change answers, in turn
+    scales: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (namespace, name) -> Scale
 
     def add_node(self, name: str, **kw: Any) -> dict[str, Any]:
         self.nodes[name] = node_doc(name, **kw)
@@ -58,6 +68,21 @@ class FakeKube:
     def add_pod(self, name: str, node: str, **kw: Any) -> dict[str, Any]:
         self.pods[name] = pod_doc(name, node, **kw)
         return self.pods[name]
+
+    def add_statefulset(self, name: str, replicas: int, *, namespace: str = "slurm",
+                        resource_version: str = "1") -> dict[str, Any]:
+        self.scales[(namespace, name)] = scale_doc(name, replicas, namespace=namespace,
+                                                   resource_version=resource_version)
+        return self.scales[(namespace, name)]
+
+    def replicas(self, name: str, namespace: str = "slurm") -> int:
+        return int(self.scales[(namespace, name)]["spec"].get("replicas", 0))
+
+    def scale_by_hand(self, name: str, replicas: int, namespace: str = "slurm") -> None:
+        """Someone else (a user, helm) changes the replicas: a new resourceVersion."""
+        doc = self.scales[(namespace, name)]
+        version = str(int(doc["metadata"]["resourceVersion"]) + 1)
+        self.scales[(namespace, name)] = scale_doc(name, replicas, namespace=namespace, resource_version=version)
 
     def _enter(self, method: str, *args: object) -> None:
         self.calls.append((method, args))
@@ -71,7 +96,7 @@ class FakeKube:
 
     @property
     def writes(self) -> list[str]:
-        reads = {"list_nodes", "list_pods", "wait_for_node_change"}
+        reads = {"list_nodes", "list_pods", "wait_for_node_change", "get_scale"}
         return [name for name, _ in self.calls if name not in reads]
 
     # --- the seam ---
@@ -126,3 +151,20 @@ class FakeKube:
     def record_event(self, event: Event, source: str) -> None:
         self._enter("record_event", event, source)
         self.events.append(event)
+
+    def get_scale(self, namespace: str, name: str) -> dict[str, Any]:
+        self._enter("get_scale", namespace, name)
+        doc = self.scales.get((namespace, name))
+        if doc is None:
+            raise PermanentError(f"Kubernetes API read scale {namespace}/{name}: HTTP 404 Not Found")
+        return copy.deepcopy(doc)
+
+    def set_scale(self, namespace: str, name: str, replicas: int, resource_version: str) -> None:
+        self._enter("set_scale", namespace, name, replicas, resource_version)
+        doc = self.scales.get((namespace, name))
+        if doc is None:
+            raise PermanentError(f"Kubernetes API scale {namespace}/{name}: HTTP 404 Not Found")
+        if doc["metadata"]["resourceVersion"] != resource_version:
+            raise TransientError(f"Kubernetes API scale {namespace}/{name}: HTTP 409 Conflict: "
+                                 "the object has been modified")
+        self.scale_by_hand(name, replicas, namespace)

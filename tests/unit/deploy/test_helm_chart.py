@@ -48,6 +48,15 @@ VARIANTS: dict[str, list[str]] = {
                "--set=nodesets.gpu.slurmd.image.tag=24.11",
                "--set=nodesets.gpu.disruptionBudget.enabled=true",
                "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2"],
+    "autoscale": ["--set=k8sSync.enabled=false", "--set=nodesets.workers.autoscaling.enabled=true",
+                  "--set=nodesets.workers.autoscaling.maxReplicas=8", "--set=nodesets.workers.autoscaling.step=2",
+                  "--set=nodesets.gpu.enabled=true", "--set=nodesets.gpu.replicas=4",
+                  "--set=nodesets.gpu.priorityClass=inference", "--set=nodesets.gpu.terminationGracePeriodSeconds=120",
+                  "--set=nodesets.gpu.slurmd.image.repository=slurmpod/worker",
+                  "--set=nodesets.gpu.slurmd.image.tag=24.11", "--set=nodesets.gpu.disruptionBudget.enabled=false",
+                  "--set=nodesets.gpu.autoscaling.enabled=true", "--set=nodesets.gpu.autoscaling.mode=keda",
+                  "--set=nodesets.gpu.autoscaling.minReplicas=1",
+                  "--set=metrics.prometheusAddress=http://prometheus.monitoring:9090"],
     "no-k8s-sync": ["--set=k8sSync.enabled=false", "--set=nodesets.workers.disruptionBudget.maxUnavailable=2"],
     "remediation": ["--set=k8sSync.remediation.restartPod=true", "--set=k8sSync.remediation.replaceNode=true"],
     "policy-lua": ["--set=cluster.policy=lua"],
@@ -76,7 +85,9 @@ def _template(*args: str) -> list[dict[str, Any]]:
 
 
 RENDERS = {name: _template(*args) for name, args in VARIANTS.items()}
-CASES = [(name, i) for name, docs in RENDERS.items() for i in range(len(docs))]
+# Custom resources have no schema in kubernetes-validate: test_helm_metrics.py checks them field by field.
+CUSTOM_KINDS = {"ScaledObject", "ServiceMonitor"}
+CASES = [(name, i) for name, docs in RENDERS.items() for i in range(len(docs)) if docs[i]["kind"] not in CUSTOM_KINDS]
 
 
 def _find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -162,7 +173,51 @@ def test_scaled_nodesets_get_their_own_statefulset_budget_and_slurm_nodeset() ->
     assert pdb["selector"]["matchLabels"]["slurmpod.io/slurm-state"] == "allocated"
     assert pdb["selector"]["matchLabels"]["slurmpod.io/nodeset"] == "gpu"
     spec = yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"])
-    assert spec["nodesets"] == [{"name": "gpu", "feature": "gpu"}, {"name": "workers", "feature": "workers"}]
+    assert [(n["name"], n["feature"], n["statefulSet"]) for n in spec["nodesets"]] == [
+        ("gpu", "gpu", "slurmpod-worker-gpu"), ("workers", "workers", "slurmpod-worker")]
+    assert not any(n.autoscaling.enabled for n in cluster_spec.parse(spec).nodesets)  # off unless asked
+
+
+def test_autoscaling_reaches_the_cluster_spec_and_each_nodeset_names_its_statefulset() -> None:
+    docs = RENDERS["autoscale"]
+    spec = cluster_spec.parse(yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"]))
+    by_name = {n.name: n for n in spec.nodesets}
+    assert by_name["workers"].autoscaling == cluster_spec.AutoscalingSpec(
+        enabled=True, mode=cluster_spec.AutoscalingMode.SLURMPOD, min_replicas=0, max_replicas=8, idle_seconds=300,
+        step=2)
+    assert by_name["gpu"].autoscaling.mode is cluster_spec.AutoscalingMode.KEDA
+    for ns in spec.nodesets:  # the spec names the StatefulSet the chart made for the nodeset
+        sts = _find(docs, "StatefulSet", ns.stateful_set)
+        assert sts["spec"]["template"]["metadata"]["labels"]["slurmpod.io/nodeset"] == ns.name
+
+
+def test_an_autoscaled_statefulset_starts_at_min_replicas() -> None:
+    """`helm template` has no cluster to look the live count up in: a new StatefulSet starts at minReplicas,
+    whatever `replicas` says; a nodeset without autoscaling keeps `replicas`."""
+    docs = RENDERS["autoscale"]
+    assert _find(docs, "StatefulSet", "slurmpod-worker")["spec"]["replicas"] == 0
+    assert _find(docs, "StatefulSet", "slurmpod-worker-gpu")["spec"]["replicas"] == 1
+    assert _find(RENDERS["default"], "StatefulSet", "slurmpod-worker")["spec"]["replicas"] == 2
+
+
+def test_autoscaling_alone_gives_the_controller_its_account_and_only_the_scale_of_its_statefulsets() -> None:
+    docs = RENDERS["autoscale"]
+    pod = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]
+    assert (pod["serviceAccountName"], pod["automountServiceAccountToken"]) == ("slurmpod-controller", True)
+    # k8s-sync and the API topology are off: no Nodes, no pods; KEDA's nodeset is KEDA's to scale
+    assert _rules_of(docs) == {("Role", "slurmpod", "statefulsets/scale"): ["get", "patch", "update"],
+                               ("Role", "slurmpod", "statefulsets"): ["get"]}
+    (role,) = [d for d in docs if d["kind"] == "Role"]
+    assert [(r["apiGroups"], r["resourceNames"]) for r in role["rules"]] == [(["apps"], ["slurmpod-worker"])] * 2
+    assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    controller_policy = _find(docs, "NetworkPolicy", "slurmpod-controller")["spec"]
+    assert any({p["port"] for p in rule["ports"]} == {443, 6443} for rule in controller_policy["egress"])
+    # KEDA mode alone needs no API access of the controller
+    keda = _template("--set=k8sSync.enabled=false", "--set=nodesets.workers.autoscaling.enabled=true",
+                     "--set=nodesets.workers.autoscaling.mode=keda",
+                     "--set=metrics.prometheusAddress=http://prometheus.monitoring:9090")
+    assert not [d for d in keda if d["kind"] in ("ServiceAccount", "Role", "ClusterRole")]
+    assert _rules_of(_template("--set=rbac.create=false", "--set=nodesets.workers.autoscaling.enabled=true")) == {}
 
 
 def test_without_k8s_sync_the_budget_is_max_unavailable_and_the_controller_has_no_api_access() -> None:
@@ -212,6 +267,11 @@ def test_the_controller_rbac_grants_what_its_daemons_use_and_no_more() -> None:
         ("ClusterRole", "", "nodes"): ["get", "list", "watch"],
         ("Role", "slurmpod", "pods"): ["get", "list", "watch"]}
     assert _rules_of(_template("--set=rbac.create=false")) == {}
+    # with k8s-sync on too, autoscaling adds the scale of its StatefulSets to the same Role
+    both = _rules_of(_template("--set=nodesets.workers.autoscaling.enabled=true"))
+    assert both == {**_rules_of(RENDERS["default"]),
+                    ("Role", "slurmpod", "statefulsets/scale"): ["get", "patch", "update"],
+                    ("Role", "slurmpod", "statefulsets"): ["get"]}
 
 
 def test_policy_lua_reaches_the_cluster_spec() -> None:
@@ -295,6 +355,19 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
      'networkPolicy.directory.ports: "ldap": must be TCP port numbers 1-65535'),
     (["--set=sssd.enabled=true", "--set=sssd.secretName=s", "--set=networkPolicy.directory.ports={65536}"],
      'networkPolicy.directory.ports: "65536": must be TCP port numbers 1-65535'),
+    (["--set=nodesets.workers.autoscaling.minReplicas=5", "--set=nodesets.workers.autoscaling.maxReplicas=2"],
+     "nodesets.workers.autoscaling.minReplicas: 5: must not exceed maxReplicas (2)"),
+    (["--set=nodesets.workers.autoscaling.mode=hpa"],
+     'nodesets.workers.autoscaling.mode: "hpa": must be slurmpod or keda'),
+    (["--set=nodesets.workers.autoscaling.step=0"],
+     'nodesets.workers.autoscaling.step: "0": must be a whole number >= 1'),
+    (["--set=nodesets.workers.autoscaling.maxReplicas=0"], 'nodesets.workers.autoscaling.maxReplicas: "0"'),
+    (["--set=nodesets.workers.autoscaling.idleSeconds=-1"], 'nodesets.workers.autoscaling.idleSeconds: "-1"'),
+    (["--set-string=nodesets.workers.autoscaling.minReplicas=1\nx: y"],
+     'nodesets.workers.autoscaling.minReplicas: "1\\nx: y"'),
+    (["--set-string=nodesets.workers.autoscaling.enabled=yes"],
+     'nodesets.workers.autoscaling.enabled: "yes": must be true or false'),
+    (["--set=nodesets.workers.autoscaling.idleSecs=60"], "nodesets.workers.autoscaling.idleSecs: unknown key"),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)

@@ -55,11 +55,13 @@ HOLDS = [
     Hold("IDLE", ("DYNAMIC_NORM", "DRAIN"), ADMIN_REASON_300, drains=False, deletes=False),
     Hold("IDLE", ("DYNAMIC_NORM", "DRAIN"), HEALTH_REASON, drains=False, deletes=False),
     Hold("DOWN", ("DYNAMIC_NORM",), ADMIN_REASON_300, drains=False, deletes=False),
+    # The autoscaler's scale-in: the pod goes as it asked, and leaves no node record behind.
+    Hold("IDLE", ("DYNAMIC_NORM", "DRAIN"), reasons.AUTOSCALE_SCALE_IN, drains=True, deletes=True),
 ]
 
 
 @pytest.mark.parametrize("hold", HOLDS, ids=["free", "our-old-drain", "slurmctld-not-responding", "admin-drain",
-                                             "health-drain", "down-with-admin-reason"])
+                                             "health-drain", "down-with-admin-reason", "autoscale-scale-in"])
 def test_hold_decides_drain_and_delete(hold: Hold) -> None:
     slurm = FakeSlurm()
     slurm.add_node(NODE, hold.base, hold.flags, hold.reason)

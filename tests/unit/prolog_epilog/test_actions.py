@@ -65,6 +65,26 @@ def test_an_admin_drain_is_never_touched(state: StateDir, results: tuple[CheckRe
     assert slurm.called("drain") == [] and slurm.called("resume") == []
 
 
+@pytest.mark.parametrize("context", [Context.PROLOG, Context.PERIODIC], ids=["prolog", "periodic"])
+def test_a_failure_replaces_the_autoscalers_drain(state: StateDir, context: Context) -> None:
+    """So the autoscaler, lifting its drain when demand returns, never puts a faulty node back in service."""
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, flags=("DYNAMIC_NORM", "DRAIN"), reason=reasons.AUTOSCALE_SCALE_IN)
+    assert _run(slurm, state, context, BAD) is Action.DRAINED
+    node = slurm.nodes_by_name[NODE]
+    assert node.drained and reasons.owner(node.reason) is reasons.Owner.HEALTH
+    assert not reasons.autoscale_may_lift(node)
+
+
+def test_a_clean_run_never_lifts_the_autoscalers_drain(state: StateDir) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, flags=("DYNAMIC_NORM", "DRAIN"), reason=reasons.AUTOSCALE_SCALE_IN)
+    for _ in range(5):
+        _run(slurm, state, Context.PERIODIC, GOOD, n=1)
+    assert slurm.nodes_by_name[NODE].reason == reasons.AUTOSCALE_SCALE_IN
+    assert slurm.called("drain") == [] and slurm.called("resume") == []
+
+
 def test_undrain_only_after_n_clean_periodic_runs(state: StateDir) -> None:
     slurm = FakeSlurm()
     slurm.add_node(NODE)

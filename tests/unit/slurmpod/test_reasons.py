@@ -33,11 +33,14 @@ HEALTH = "slurmpod: gpu-ecc: GPU 3 uncorrectable ECC errors: 2"
         ("slurmpod: k8s: cordoned", Owner.K8S),
         ("slurmpod: k8s: node not ready", Owner.K8S),
         ("slurmpod: k8s: ", Owner.OTHER),
+        ("slurmpod: autoscale: scale-in", Owner.AUTOSCALE),
+        ("slurmpod: autoscale: scale-in now", Owner.OTHER),
+        ("slurmpod: autoscale: ", Owner.OTHER),
     ],
     ids=["none", "lifecycle", "health", "health-dotted-check", "lifecycle-lookalike", "prefix-no-check",
          "prefix-bad-check", "prefix-empty-check", "prefix-no-space", "slurmctld-not-responding",
          "slurmctld-rebooted", "lowercase-not-slurmctld", "admin", "admin-300-quoted", "leading-space",
-         "k8s-cordon", "k8s-not-ready", "k8s-no-cause"],
+         "k8s-cordon", "k8s-not-ready", "k8s-no-cause", "autoscale", "autoscale-lookalike", "autoscale-no-cause"],
 )
 def test_owner(reason: str, owner: Owner) -> None:
     assert reasons.owner(reason) is owner
@@ -66,8 +69,8 @@ def test_health_reason_is_cut_to_the_limit() -> None:
     assert reasons.health_check_of(reason) == "gpu-ecc"
 
 
-@pytest.mark.parametrize("check", ["", "gpu ecc", "gpu:ecc", "gpu\necc", "k8s"],
-                         ids=["empty", "space", "colon", "newline", "k8s-sync-s-own"])
+@pytest.mark.parametrize("check", ["", "gpu ecc", "gpu:ecc", "gpu\necc", "k8s", "autoscale"],
+                         ids=["empty", "space", "colon", "newline", "k8s-sync-s-own", "autoscaler-s-own"])
 def test_health_refuses_a_check_that_is_not_a_token(check: str) -> None:
     with pytest.raises(ValueError, match="not a token"):
         reasons.health(check, "detail")
@@ -102,7 +105,8 @@ def test_a_detail_that_reads_like_a_remediation_is_never_one(detail: str) -> Non
     assert detail in reason
 
 
-@pytest.mark.parametrize("reason", ["replace node: an admin", "slurmpod: k8s: cordoned", "slurmpod: pod terminating"])
+@pytest.mark.parametrize("reason", ["replace node: an admin", "slurmpod: k8s: cordoned", "slurmpod: pod terminating",
+                                    "slurmpod: autoscale: scale-in"])
 def test_only_health_reasons_carry_a_remediation(reason: str) -> None:
     assert reasons.remediation_of(reason) == ""
 
@@ -118,6 +122,7 @@ def test_k8s_reason_is_one_printable_line_cut_to_fit() -> None:
 DRAIN = {"DYNAMIC_NORM", "DRAIN"}
 GONE = {"DYNAMIC_NORM", "NOT_RESPONDING"}
 
+SCALE_IN = "slurmpod: autoscale: scale-in"
 # (node, foreign hold, lifecycle may lift, health may lift, reaper may delete)
 TABLE = [
     (_node("IDLE", {"DYNAMIC_NORM"}, ""), False, False, False, False),
@@ -135,6 +140,9 @@ TABLE = [
     (_node("IDLE", {"DYNAMIC_NORM"}, ADMIN_REASON_300), False, False, False, False),
     (_node("IDLE", DRAIN, "slurmpod: k8s: cordoned"), True, False, False, False),
     (_node("DOWN", GONE | {"DRAIN"}, "slurmpod: k8s: cordoned"), True, False, False, True),
+    (_node("IDLE", DRAIN, SCALE_IN), False, False, False, False),
+    (_node("IDLE", GONE | {"DRAIN"}, SCALE_IN), False, False, False, True),
+    (_node("MIXED", DRAIN, SCALE_IN), False, False, False, False),
 ]
 
 
@@ -143,7 +151,7 @@ TABLE = [
     TABLE,
     ids=["free", "our-drain", "health-drain", "admin-drain", "down-admin", "down-health", "gone-slurmctld",
          "gone-no-reason", "gone-our-drain", "gone-health", "gone-admin", "static-gone", "reason-not-held",
-         "k8s-drain", "gone-k8s-drain"],
+         "k8s-drain", "gone-k8s-drain", "scale-in-drain", "gone-scale-in-drain", "scale-in-draining"],
 )
 def test_decisions(node: NodeState, foreign: bool, lifecycle: bool, health: bool, reap: bool) -> None:
     hold = reasons.hold(node)
@@ -156,3 +164,6 @@ def test_decisions(node: NodeState, foreign: bool, lifecycle: bool, health: bool
     assert not (lifecycle and health)
     assert not (reap and foreign) or reasons.owner(node.reason) is Owner.K8S
     assert not (reasons.k8s_may_lift(node) and (lifecycle or health))
+    # The autoscaler lifts its own drain and nothing else; a pod that goes (preStop) may replace it.
+    assert reasons.autoscale_may_lift(node) is (node.reason == SCALE_IN and node.drained)
+    assert not (reasons.autoscale_may_lift(node) and (lifecycle or health or reasons.k8s_may_lift(node)))

@@ -43,7 +43,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "slurmpod.podCommon" -}}
 terminationGracePeriodSeconds: {{ .grace }}
 {{- if .serviceAccount }}
-# The controller's daemons use the API (values topology.apiAccess, k8sSync.enabled).
+# The controller's daemons use the API (values topology.apiAccess, k8sSync.enabled, nodesets' autoscaling).
 serviceAccountName: {{ .serviceAccount }}
 automountServiceAccountToken: true
 {{- else }}
@@ -213,6 +213,63 @@ from the ConfigMap `sssd.caConfigMap`. Called with (dict "root" $ "role" ROLE); 
 {{- end -}}
 {{- end -}}
 
+{{/* A worker nodeset's StatefulSet: `<release>-worker` for nodeset `workers`, `<release>-worker-<name>` else.
+Called with (dict "root" $ "name" NODESET). */}}
+{{- define "slurmpod.workerName" -}}
+{{- include "slurmpod.name" (dict "root" .root "suffix" (ternary "worker" (printf "worker-%s" .name) (eq .name "workers"))) -}}
+{{- end -}}
+
+{{/* A nodeset's autoscaling (values nodesets.<name>.autoscaling, docs/autoscaling.md), checked and with
+its defaults, as JSON for fromJson. Called with (dict "name" NODESET "ns" NODESET_VALUES); fails naming
+the key of a bad value. */}}
+{{- define "slurmpod.autoscaling" -}}
+{{- $a := .ns.autoscaling | default dict -}}
+{{- $where := printf "nodesets.%s.autoscaling" .name -}}
+{{- if not (kindIs "map" $a) }}{{ fail (printf "%s: %q: must be a mapping" $where (toString $a)) }}{{ end -}}
+{{- range $key, $_ := $a -}}
+{{- if not (has $key (list "enabled" "mode" "minReplicas" "maxReplicas" "idleSeconds" "step")) -}}
+{{- fail (printf "%s.%s: unknown key (allowed: enabled, mode, minReplicas, maxReplicas, idleSeconds, step)" $where $key) -}}
+{{- end -}}
+{{- end -}}
+{{- $out := dict "enabled" false "mode" "slurmpod" "minReplicas" 0 "maxReplicas" 4 "idleSeconds" 300 "step" 1 -}}
+{{- if hasKey $a "enabled" -}}
+{{- if not (kindIs "bool" $a.enabled) }}{{ fail (printf "%s.enabled: %q: must be true or false" $where (toString $a.enabled)) }}{{ end -}}
+{{- $_ := set $out "enabled" $a.enabled -}}
+{{- end -}}
+{{- if hasKey $a "mode" -}}
+{{- if not (has (toString $a.mode) (list "slurmpod" "keda")) }}{{ fail (printf "%s.mode: %q: must be slurmpod or keda" $where (toString $a.mode)) }}{{ end -}}
+{{- $_ := set $out "mode" (toString $a.mode) -}}
+{{- end -}}
+{{- range $key, $low := dict "minReplicas" 0 "maxReplicas" 1 "idleSeconds" 0 "step" 1 -}}
+{{- if hasKey $a $key -}}
+{{- $v := toString (index $a $key) -}}
+{{- if not (and (regexMatch "^[0-9]{1,6}$" $v) (ge (atoi $v) $low)) -}}
+{{- fail (printf "%s.%s: %q: must be a whole number >= %d" $where $key $v $low) -}}
+{{- end -}}
+{{- $_ := set $out $key (atoi $v) -}}
+{{- end -}}
+{{- end -}}
+{{- if gt $out.minReplicas $out.maxReplicas -}}
+{{- fail (printf "%s.minReplicas: %d: must not exceed maxReplicas (%d)" $where $out.minReplicas $out.maxReplicas) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* The StatefulSets slurmpod's autoscaler sets the replicas of (enabled nodesets with autoscaling on in
+mode slurmpod), comma-separated; "" when none. */}}
+{{- define "slurmpod.autoscaled" -}}
+{{- $names := list -}}
+{{- range $name, $ns := .Values.nodesets -}}
+{{- if $ns.enabled -}}
+{{- $a := include "slurmpod.autoscaling" (dict "name" $name "ns" $ns) | fromJson -}}
+{{- if and $a.enabled (eq $a.mode "slurmpod") -}}
+{{- $names = append $names (include "slurmpod.workerName" (dict "root" $ "name" $name)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $names -}}
+{{- end -}}
+
 {{/* Fails naming .field unless .value is a whole number (not a string) from .min to .max. */}}
 {{- define "slurmpod.wholeNumber" -}}
 {{- $v := .value -}}
@@ -220,45 +277,6 @@ from the ConfigMap `sssd.caConfigMap`. Called with (dict "root" $ "role" ROLE); 
       (ge (int64 $v) (int64 .min)) (le (int64 $v) (int64 .max))) -}}
 {{- fail (printf "%s: %q: must be a whole number, %d to %d" .field (toString $v) (int64 .min) (int64 .max)) -}}
 {{- end -}}
-{{- end -}}
-
-{{/* The StatefulSet of nodeset .name: `worker` for nodeset workers, else `worker-<name>` (the suffix of
-<release>-...), as worker.yaml names it. */}}
-{{- define "slurmpod.nodesetStatefulSet" -}}
-{{- ternary "worker" (printf "worker-%s" .name) (eq .name "workers") -}}
-{{- end -}}
-
-{{/* A nodeset's `autoscaling` values, checked: called with (dict "name" NAME "ns" NODESET); renders them as
-YAML (fromYaml in the caller), with enabled false where the block is absent. */}}
-{{- define "slurmpod.autoscaling" -}}
-{{- $a := .ns.autoscaling | default dict -}}
-{{- $field := printf "nodesets.%s.autoscaling" .name -}}
-{{- $enabled := hasKey $a "enabled" | ternary $a.enabled false -}}
-{{- if not (kindIs "bool" $enabled) }}{{ fail (printf "%s.enabled: %q: must be true or false" $field (toString $enabled)) }}{{ end -}}
-{{- if $enabled -}}
-{{- if not (has (toString $a.mode) (list "slurmpod" "keda")) -}}
-{{- fail (printf "%s.mode: %q: must be slurmpod or keda" $field (toString $a.mode)) -}}
-{{- end -}}
-{{- /* StatefulSet replicas are an int32. Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/stateful-set-v1/ */ -}}
-{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.minReplicas" $field) "value" $a.minReplicas "min" 0 "max" 2147483647) -}}
-{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.maxReplicas" $field) "value" $a.maxReplicas "min" 1 "max" 2147483647) -}}
-{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.step" $field) "value" $a.step "min" 1 "max" 2147483647) -}}
-{{- /* keda: idleSeconds is also the HPA's scale-down stabilization window, at most an hour.
-Ref: https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/horizontal-pod-autoscaler-v2/#HorizontalPodAutoscalerSpec */ -}}
-{{- include "slurmpod.wholeNumber" (dict "field" (printf "%s.idleSeconds" $field) "value" $a.idleSeconds "min" 0
-      "max" (ternary 3600 2147483647 (eq (toString $a.mode) "keda"))) -}}
-{{- if gt (int64 $a.minReplicas) (int64 $a.maxReplicas) -}}
-{{- fail (printf "%s.minReplicas: %d is above maxReplicas %d" $field (int64 $a.minReplicas) (int64 $a.maxReplicas)) -}}
-{{- end -}}
-{{- end }}
-enabled: {{ $enabled }}
-{{- if $enabled }}
-mode: {{ $a.mode }}
-minReplicas: {{ int64 $a.minReplicas }}
-maxReplicas: {{ int64 $a.maxReplicas }}
-idleSeconds: {{ int64 $a.idleSeconds }}
-step: {{ int64 $a.step }}
-{{- end }}
 {{- end -}}
 
 {{/* Fails naming .field unless .labels is a map of string values (a label value is a string; `1` unquoted is not). */}}

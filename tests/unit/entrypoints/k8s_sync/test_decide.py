@@ -171,6 +171,25 @@ def test_an_admin_reason_put_over_ours_is_theirs_from_then_on(w: World) -> None:
     assert (w.reason("w-0"), w.drained("w-0")) == (ADMIN, True)
 
 
+def test_a_cordon_replaces_the_autoscalers_drain_so_its_lift_never_returns_the_node(w: World) -> None:
+    w.slurm.drain("w-0", reasons.AUTOSCALE_SCALE_IN)
+    w.cordon("n0")
+    w.run()
+    assert (w.reason("w-0"), w.drained("w-0")) == (K8S_CORDONED, True)
+    assert reasons.autoscale_may_lift(w.slurm.nodes_by_name["w-0"]) is False
+    w.cordon("n0", on=False)
+    w.run()
+    assert not w.drained("w-0")  # k8s-sync's own drain, lifted by k8s-sync once the cause is gone
+
+
+def test_the_autoscalers_drain_on_a_schedulable_node_is_left_alone(w: World) -> None:
+    w.slurm.drain("w-0", reasons.AUTOSCALE_SCALE_IN)
+    w.run()
+    w.run()
+    assert (w.reason("w-0"), w.drained("w-0")) == (reasons.AUTOSCALE_SCALE_IN, True)
+    assert w.slurm.called("resume") == []
+
+
 @pytest.mark.parametrize("reason", [
     "slurmpod: gpu.xid: replace node: XID 79 on GPU 0", "slurmpod: pod terminating",
     "slurm-operator: cordoned", "NVSentinel: GPU fell off the bus", "Not responding"],

@@ -116,7 +116,9 @@ def test_configmap_holds_the_cluster_spec() -> None:
     assert spec["auth"] == "munge"
     assert cm.body["data"][wk.CONFIG_MAP_KEY_AUTH] == spec["auth"]  # the two must agree
     assert spec["partitions"][0]["nodesets"] == ["workers"]
-    assert spec["nodesets"] == [{"name": "workers", "feature": "workers"}]
+    (nodeset,) = spec["nodesets"]
+    assert (nodeset["name"], nodeset["feature"], nodeset["statefulSet"]) == ("workers", "workers", "slurmpod-worker")
+    assert nodeset["autoscaling"]["enabled"] is False  # the emulator has no API server to scale through
 
 
 def test_shipped_partitions_are_the_policys_tiers() -> None:

@@ -195,6 +195,41 @@ def test_writes_touch_only_our_fields(api: Api) -> None:
                                              "namespace": "slurm", "uid": "uid-1"}
 
 
+SCALE = "/apis/apps/v1/namespaces/slurm/statefulsets/slurm-worker-gpu/scale"
+
+
+def test_the_scale_is_read_and_written_at_its_resource_version(api: Api) -> None:
+    doc = {"kind": "Scale", "apiVersion": "autoscaling/v1",
+           "metadata": {"name": "slurm-worker-gpu", "namespace": "slurm", "resourceVersion": "42"},
+           "spec": {"replicas": 2}, "status": {"replicas": 2, "selector": "slurmpod.io/nodeset=gpu"}}
+    api.route("GET", SCALE, (200, doc))
+    api.route("PATCH", SCALE, (200, {**doc, "spec": {}}))
+    k = api.client()
+    assert k.get_scale("slurm", "slurm-worker-gpu") == doc
+    k.set_scale("slurm", "slurm-worker-gpu", 0, "42")
+    read, write = api.seen
+    assert (read.method, read.path, read.auth) == ("GET", SCALE, f"Bearer {TOKEN}")
+    assert (write.method, write.path, write.content_type) == ("PATCH", SCALE, "application/merge-patch+json")
+    # zero is sent, not left out; the resourceVersion makes a concurrent change a conflict
+    assert write.body == {"metadata": {"resourceVersion": "42"}, "spec": {"replicas": 0}}
+
+
+@pytest.mark.parametrize(("status", "error"), [(409, TransientError), (404, PermanentError), (403, PermanentError)],
+                         ids=["changed-meanwhile", "no-statefulset", "forbidden"])
+def test_a_refused_scale_is_typed_and_never_retried(api: Api, status: int, error: type[Exception]) -> None:
+    api.route("PATCH", SCALE, (status, {"code": status}))
+    with pytest.raises(error, match=f"HTTP {status}"):
+        api.client().set_scale("slurm", "slurm-worker-gpu", 3, "42")
+    assert len(api.seen) == 1
+
+
+@pytest.mark.parametrize(("replicas", "version"), [(-1, "42"), (3, "")], ids=["negative", "no-version"])
+def test_a_scale_without_a_precondition_or_count_is_never_sent(api: Api, replicas: int, version: str) -> None:
+    with pytest.raises(ValueError, match="scale"):
+        api.client().set_scale("slurm", "slurm-worker-gpu", replicas, version)
+    assert api.seen == []
+
+
 def test_the_node_watch_wakes_on_a_change_and_times_out_quietly(api: Api) -> None:
     api.route("GET", "/api/v1/nodes", (200, {"metadata": {"resourceVersion": "7"}, "items": []}))
     k = api.client()
