@@ -212,6 +212,12 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     option(ksync, t, "--state-dir", env="SLURMPOD_K8S_SYNC_STATE_DIR", default=f"{wk.RUN_DIR}/k8s-sync",
          help="where the remediation budget and the counters are kept")
     ksync.set_defaults(handler=lazy("slurmpod.entrypoints.k8s_sync.daemon"))
+    exporter = dsub.add_parser("exporter", help="controller: Prometheus metrics of Slurm and slurmpod")
+    option(exporter, t, "--port", env=wk.ENV_EXPORTER_PORT, type=tcp_port, default=wk.EXPORTER_PORT,
+           help="TCP port of /metrics")
+    option(exporter, t, "--poll-seconds", env="SLURMPOD_EXPORTER_POLL_SECONDS", type=float, default=None,
+           help="seconds between two reads of slurmctld (default: the cluster spec's metrics.pollSeconds)")
+    exporter.set_defaults(handler=lazy("slurmpod.entrypoints.exporter.daemon"))
     agent = dsub.add_parser("health-agent", help="worker: hold NVML, run the periodic health checks, answer "
                             "the prolog, epilog and healthcheck over a local socket")
     option(agent, t, "--socket", env=wk.ENV_HEALTH_AGENT_SOCKET, default=wk.HEALTH_AGENT_SOCKET,

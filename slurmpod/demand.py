@@ -88,6 +88,7 @@ NAMED_NODE_REASONS = frozenset({"ReqNodeNotAvail", "NodeDown"})
 _FEATURE = re.compile(r"[A-Za-z0-9_.-]+")
 _ARRAY_PART = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
 _GPU_ITEM = re.compile(r"(?:gres[/:])?gpu(?::([^:=,()]+))?(?:[:=](\d+))?")
+_PARENTHESES = re.compile(r"\([^)]*\)")
 
 
 def parse_pending(squeue_json: str) -> tuple[PendingJob, ...]:
@@ -175,8 +176,10 @@ def count_task_ids(text: str) -> int:
 def gpu_count(text: str) -> int:
     """GPUs in a TRES or GRES list: ``gres/gpu:2``, ``gres/gpu:h100:2``, ``gpu:h100:8(S:0-1)``,
     ``gres/gpu=4``; a GPU without a count is one. Ref: https://slurm.schedmd.com/gres.html"""
+    if "gpu" not in text:
+        return 0
     total = 0
-    for item in re.sub(r"\([^)]*\)", "", text).split(","):
+    for item in _PARENTHESES.sub("", text).split(","):
         m = _GPU_ITEM.fullmatch(item.strip())
         if m is None:
             continue
