@@ -65,6 +65,9 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
     if spec.k8s_sync.enabled:
         # Kubernetes node state -> Slurm drains; Slurm node state -> worker pod label and condition.
         progs.append(programs.slurmpod_task("k8s-sync", ["daemon", "k8s-sync"], restart="true"))
+    if spec.metrics.enabled:
+        # Slurm's and slurmpod's series for Prometheus, read from slurmctld at a bounded rate (docs/metrics.md).
+        progs.append(programs.slurmpod_task("exporter", ["daemon", "exporter"], restart="true"))
     return RolePlan(None, tuple(files), tuple(dirs), tuple(progs))
 
 

@@ -172,7 +172,7 @@ def test_controller_plan(tmp_path: Path) -> None:
     assert {wk.SLURM_CONF, f"{wk.SLURM_ETC}/cgroup.conf"} <= set(files)
     assert "ClusterName=gpu-farm\n" in files[wk.SLURM_CONF]
     assert f"SlurmctldHost={podkit.CONTROLLER}\n" in files[wk.SLURM_CONF]
-    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "topology-sync"]
+    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "topology-sync", "exporter"]
     assert "--node-timeout 600" in p.programs[2].script
     # topologyPlugin tree on 24.11: topology.conf before slurmctld starts; no worker has registered yet
     assert files[wk.TOPOLOGY_CONF].startswith("# Written by slurmpod topology")
@@ -182,6 +182,18 @@ def test_controller_plan(tmp_path: Path) -> None:
     # configless slurmd reads the controller's gres.conf, never the worker's: GPUs come from NVML there
     gres = [line for line in files[f"{wk.SLURM_ETC}/gres.conf"].splitlines() if not line.startswith("#")]
     assert gres == ["AutoDetect=nvml"]
+
+
+@pytest.mark.parametrize(("spec", "runs"), [("", True), ("metrics: {enabled: true, pollSeconds: 30}\n", True),
+                                             ("metrics: {enabled: false}\n", False)],
+                         ids=["default-on", "on", "off"])
+def test_controller_runs_the_exporter_when_metrics_are_on(tmp_path: Path, spec: str, runs: bool) -> None:
+    p = _plan(podkit.make_pod(tmp_path, "controller", spec=spec), "controller")
+    exporter = [prog for prog in p.programs if prog.name == "exporter"]
+    assert bool(exporter) is runs
+    if runs:
+        assert "exec /usr/local/bin/slurmpod daemon exporter\n" in exporter[0].script
+        assert exporter[0].restart == "true"
 
 
 def test_controller_without_cgroups_has_no_cgroup_conf(tmp_path: Path) -> None:
@@ -198,7 +210,7 @@ def test_controller_auth_slurm_from_spec(tmp_path: Path, env_auth: str | None) -
     pod.key.unlink()  # not needed with auth/slurm
     p = _plan(pod, "controller", SLURMPOD_AUTH=env_auth)
     assert [(k.dest, k.user) for k in p.keys] == [(wk.SLURM_KEY, "slurm")]
-    assert [prog.name for prog in p.programs] == ["slurmctld", "node-reaper"]
+    assert [prog.name for prog in p.programs] == ["slurmctld", "node-reaper", "exporter"]
     assert "munge" not in p.programs[0].script
 
 
