@@ -67,7 +67,8 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
         progs.append(programs.slurmpod_task("k8s-sync", ["daemon", "k8s-sync"], restart="true"))
     if spec.metrics.enabled:
         # Slurm's and slurmpod's series for Prometheus, read from slurmctld at a bounded rate (docs/metrics.md).
-        progs.append(programs.slurmpod_task("exporter", ["daemon", "exporter"], restart="true"))
+        progs.append(programs.slurmpod_task("exporter", ["daemon", "exporter", "--port", str(inp.exporter_port)],
+                                            restart="true"))
     return RolePlan(None, tuple(files), tuple(dirs), tuple(progs))
 
 

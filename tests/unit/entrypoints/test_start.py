@@ -192,8 +192,21 @@ def test_controller_runs_the_exporter_when_metrics_are_on(tmp_path: Path, spec: 
     exporter = [prog for prog in p.programs if prog.name == "exporter"]
     assert bool(exporter) is runs
     if runs:
-        assert "exec /usr/local/bin/slurmpod daemon exporter\n" in exporter[0].script
+        assert "exec /usr/local/bin/slurmpod daemon exporter --port 9401\n" in exporter[0].script
         assert exporter[0].restart == "true"
+
+
+@pytest.mark.parametrize(("port", "ok"), [("9500", True), ("0", False), ("65536", False), ("9401x", False)],
+                         ids=["other-port", "zero", "too-big", "not-a-number"])
+def test_the_exporter_port_comes_from_the_pods_env(tmp_path: Path, port: str, ok: bool) -> None:
+    pod = podkit.make_pod(tmp_path, "controller")
+    if not ok:
+        with pytest.raises(BadInput) as err:
+            _plan(pod, "controller", SLURMPOD_EXPORTER_PORT=port)
+        assert (err.value.problems[0].field, err.value.problems[0].value) == (wk.ENV_EXPORTER_PORT, port)
+        return
+    (exporter,) = [p for p in _plan(pod, "controller", SLURMPOD_EXPORTER_PORT=port).programs if p.name == "exporter"]
+    assert f"daemon exporter --port {port}\n" in exporter.script
 
 
 def test_controller_without_cgroups_has_no_cgroup_conf(tmp_path: Path) -> None:
