@@ -510,7 +510,8 @@ def test_network_policies_allow_exactly_the_ports_the_cluster_uses() -> None:
     assert set(pols) == {"controller", "worker", "login", "accounting", "db", "restapi"}
     assert all(p["policyTypes"] == ["Ingress", "Egress"] for p in pols.values())
     assert _rules(pols["controller"], "ingress") == {(r, "TCP", 6817, None)
-                                                     for r in ("worker", "login", "accounting", "restapi")}
+                                                     for r in ("worker", "login", "accounting", "restapi")} | {
+        ("*", "TCP", 9401, None)}  # the exporter's metrics, for Prometheus
     assert _rules(pols["controller"], "egress") == DNS | {
         ("worker", "TCP", 6818, None), ("login", *SRUN), ("worker", *SRUN), ("accounting", "TCP", 6819, None),
         ("*", "TCP", 443, None), ("*", "TCP", 6443, None)}  # k8s-sync: the API server
@@ -549,10 +550,14 @@ def test_network_policies_select_the_release_and_follow_values() -> None:
     assert ("10.0.0.1/32", "TCP", 6443, None) in _rules(narrowed["controller"], "egress")
     assert ("worker", "TCP", 61000, 61999) in _rules(narrowed["login"], "ingress")
     assert ("192.0.2.0/24", "TCP", 22, None) in _rules(narrowed["login"], "ingress")
-    scrapers = _policies(_template("--set=healthAgent.metricsPort=9500",
+    scrapers = _policies(_template("--set=healthAgent.metricsPort=9500", "--set=metrics.port=9501",
                                    "--set=networkPolicy.metricsFrom[0].ipBlock.cidr=198.51.100.0/24"))
     assert {r for r in _rules(scrapers["worker"], "ingress") if r[2] in (9402, 9500)} == {
         ("198.51.100.0/24", "TCP", 9500, None)}
+    assert {r for r in _rules(scrapers["controller"], "ingress") if r[2] in (9401, 9501)} == {
+        ("198.51.100.0/24", "TCP", 9501, None)}
+    assert not {r for r in _rules(_policies(_template("--set=metrics.enabled=false"))["controller"], "ingress")
+                if r[2] == 9401}
     for off in (["--set=healthAgent.metricsPort=0"], ["--set=healthAgent.enabled=false"]):
         docs = _template(*off)
         assert not {r for r in _rules(_policies(docs)["worker"], "ingress") if r[2] == 9402}
