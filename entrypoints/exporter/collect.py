@@ -167,8 +167,8 @@ class Job:
 
 
 # ---------------------------------------------------------------------------------------------------
-def node_of(raw: Mapping[str, Any]) -> Node:
-    state = from_json(dict(raw))
+def node_of(raw: dict[str, Any]) -> Node:
+    state = from_json(raw)
     cpus_eff = number(raw.get("effective_cpus")) or state.cpus
     alloc = number(raw.get("alloc_cpus"))
     return Node(
