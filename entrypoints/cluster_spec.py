@@ -284,6 +284,15 @@ class K8sSyncSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsSpec:
+    """The controller's Prometheus exporter (cluster.yaml `metrics`, docs/metrics.md): on, it polls
+    slurmctld every ``poll_seconds`` and serves the last poll on wk.EXPORTER_PORT."""
+
+    enabled: bool = True
+    poll_seconds: int = wk.DEFAULT_EXPORTER_POLL_S
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSpec:
     cluster_name: str
     auth: wk.Auth
@@ -307,11 +316,12 @@ class ClusterSpec:
     restapi: RestApiSpec = RestApiSpec()
     k8s_sync: K8sSyncSpec = K8sSyncSpec()
     requeue: RequeueSpec = RequeueSpec()
+    metrics: MetricsSpec = MetricsSpec()
 
 
 _TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nodeTimeoutSeconds", "partitions",
              "nodesets", "extraLines", "hooks", "cgroups", "topology", "policy", "mpiDefault", "srunPortRange",
-             "accounting", "restapi", "k8sSync", "requeue"}
+             "accounting", "restapi", "k8sSync", "requeue", "metrics"}
 _K8S_SYNC_KEYS = {"enabled", "intervalSeconds", "notReadyGraceSeconds", "readySettleSeconds", "remediation"}
 _REMEDIATION_KEYS = {"restartPod", "replaceNode", "maxActions", "perSeconds"}
 _NODESET_KEYS = {"name", "feature", "statefulSet", "autoscaling"}
@@ -440,6 +450,13 @@ def _k8s_sync(doc: Section) -> K8sSyncSpec:
         max_remediations=_int_or(rem, "maxActions", d.max_remediations, 0, 10_000),
         remediation_window_seconds=_int_or(rem, "perSeconds", d.remediation_window_seconds, 1, 7 * 86_400),
     )
+
+
+def _metrics(doc: Section) -> MetricsSpec:
+    d = MetricsSpec()
+    enabled = doc.flag("enabled", d.enabled)
+    return MetricsSpec(enabled=d.enabled if enabled is None else enabled,
+                       poll_seconds=_int_or(doc, "pollSeconds", d.poll_seconds, wk.MIN_EXPORTER_POLL_S, 3600))
 
 
 def _int_or(doc: Section, key: str, default: int, low: int, high: int) -> int:
@@ -631,6 +648,7 @@ def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
         restapi=RestApiSpec(enabled=bool(doc.section("restapi", {"enabled"}).flag("enabled"))),
         k8s_sync=_k8s_sync(doc.section("k8sSync", _K8S_SYNC_KEYS)),
         requeue=RequeueSpec(fast=bool(doc.section("requeue", {"fast"}).flag("fast", True))),
+        metrics=_metrics(doc.section("metrics", {"enabled", "pollSeconds"})),
     )
     p.raise_if_any()
     spec = build(ClusterSpec, optional={"mpi_default"}, **values)

@@ -77,6 +77,7 @@ class StartInput:
     health_agent: bool = False  # worker: SLURMPOD_HEALTH_AGENT (true unless "false")
     health_agent_metrics_port: int = wk.HEALTH_AGENT_METRICS_PORT  # worker: its live metrics (0: none)
     accounting_host: str | None = None  # controller with accounting: slurmdbd's host
+    exporter_port: int = wk.EXPORTER_PORT  # controller: the exporter's /metrics (SLURMPOD_EXPORTER_PORT)
     db_host: str | None = None  # accounting: slurmdbd's StorageHost
     kube_api: access.Settings | None = None  # controller with the API topology source
     sssd: sssd_conf.SssdConf | None = None  # login, worker, controller, restapi: the site's sssd.conf, if mounted
@@ -149,6 +150,13 @@ def _health_agent_metrics_port(env: Mapping[str, str]) -> int:
     return int(raw)
 
 
+def _exporter_port(env: Mapping[str, str]) -> int:
+    raw = env.get(wk.ENV_EXPORTER_PORT, str(wk.EXPORTER_PORT))
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) <= 65535:  # the TCP port range
+        raise BadInput.one(wk.ENV_EXPORTER_PORT, raw, "must be a TCP port, 1 to 65535")
+    return int(raw)
+
+
 def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky.SlurmdArgs | None = None, *,
          with_auth: bool = True) -> StartInput:
     """Read and validate every input of pod start; BadInput names what is wrong.
@@ -185,7 +193,9 @@ def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky
 
         version = slurm_version.detect(env)
         api = topology_sync.api_settings(spec, env) if topology_sync.target(spec, version) else None
-        return dataclasses.replace(inp, slurm_version=version, kube_api=api, accounting_host=accounting_host(env, spec))
+        port = _exporter_port(env) if spec.metrics.enabled else wk.EXPORTER_PORT
+        return dataclasses.replace(inp, slurm_version=version, kube_api=api, accounting_host=accounting_host(env, spec),
+                                   exporter_port=port)
     if kind.storage:
         return dataclasses.replace(inp, db_host=_host_env(env, wk.ENV_DB_HOST, "slurmdbd's StorageHost (the db pod)"))
     return inp

@@ -219,6 +219,12 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     option(scale, t, "--counters", env="SLURMPOD_AUTOSCALE_COUNTERS_FILE", default=wk.AUTOSCALE_COUNTERS_FILE,
            help="where the decisions are counted for the exporter (JSON)")
     scale.set_defaults(handler=lazy("slurmpod.entrypoints.autoscale.daemon"))
+    exporter = dsub.add_parser("exporter", help="controller: Prometheus metrics of Slurm and slurmpod")
+    option(exporter, t, "--port", env=wk.ENV_EXPORTER_PORT, type=tcp_port, default=wk.EXPORTER_PORT,
+           help="TCP port of /metrics")
+    option(exporter, t, "--poll-seconds", env="SLURMPOD_EXPORTER_POLL_SECONDS", type=float, default=None,
+           help="seconds between two reads of slurmctld (default: the cluster spec's metrics.pollSeconds)")
+    exporter.set_defaults(handler=lazy("slurmpod.entrypoints.exporter.daemon"))
     agent = dsub.add_parser("health-agent", help="worker: hold NVML, run the periodic health checks, answer "
                             "the prolog, epilog and healthcheck over a local socket")
     option(agent, t, "--socket", env=wk.ENV_HEALTH_AGENT_SOCKET, default=wk.HEALTH_AGENT_SOCKET,

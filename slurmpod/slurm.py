@@ -11,12 +11,14 @@ Ref: https://slurm.schedmd.com/scontrol.html, https://slurm.schedmd.com/squeue.h
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from slurmpod import confvalues
 from slurmpod.commands import LocalRunner, Result, Runner
+from slurmpod.demand import PendingJob, parse_pending
 from slurmpod.errors import PermanentError, TransientError
 from slurmpod.nodestate import NodeState, from_json, load_json, number, parse_nodes
 
@@ -32,6 +34,26 @@ UNREACHABLE_MARKERS = ("Unable to contact slurm controller", "Socket timed out",
                        "Could not establish a configuration source", "failed to fetch config")
 # The job states in which a job holds a node. Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 ACTIVE_JOB_STATES = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
+
+
+class Report(enum.Enum):
+    """A whole Slurm document as one command prints it with --json (the exporter's reads).
+
+    JOBS is squeue's default listing: pending, running, suspended, completing and staging-out jobs, not
+    the finished ones slurmctld still keeps (MinJobAge), which a busy cluster has many of.
+    Ref: https://slurm.schedmd.com/squeue.html#OPT_states, https://slurm.schedmd.com/sdiag.html
+    """
+
+    # --future: a nodeset's placeholders (FUTURE records) are its nodes too, counted as state future.
+    # Ref: https://slurm.schedmd.com/scontrol.html#OPT_future
+    NODES = ("scontrol", "--future", "show", "nodes", "--json")
+    JOBS = ("squeue", "--json")
+    PARTITIONS = ("scontrol", "show", "partitions", "--json")
+    DIAG = ("sdiag", "--json")
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return tuple(self.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +145,14 @@ class SlurmClient(Protocol):
     def set_topology(self, name: str, value: str, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
 
     def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str: ...
+
+    def report(self, which: Report, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The document ``which`` names, parsed; TransientError when the command printed no JSON object."""
+        ...
+
+    def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
+        """The pending jobs more nodes could start (slurmpod.demand.parse_pending)."""
+        ...
 
 
 def reason_arg(reason: str) -> str:
@@ -251,6 +281,15 @@ class CliSlurmClient:
         """`sinfo --summarize`: proves the client reaches its configuration and the controller."""
         return self._ok(["sinfo", "--noheader", "--summarize"], timeout).stdout
 
+    def report(self, which: Report, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        return load_json(self._ok(which.argv, timeout).stdout, " ".join(which.argv))
 
-__all__ = ["CliSlurmClient", "Job", "NodeState", "Placeholder", "SlurmClient", "SlurmRefused", "TransientError",
-           "error_of", "reason_arg"]
+    def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
+        # PENDING matches a job whose state is exactly pending: one carrying a state flag (an expedited
+        # requeue from 25.11, a held requeue) is not listed; held ones would count zero anyway.
+        # Ref: https://slurm.schedmd.com/squeue.html#OPT_states
+        return parse_pending(self._ok(["squeue", "--states=PENDING", "--json"], timeout).stdout)
+
+
+__all__ = ["CliSlurmClient", "Job", "NodeState", "PendingJob", "Placeholder", "Report", "SlurmClient",
+           "SlurmRefused", "TransientError", "error_of", "reason_arg"]

@@ -302,6 +302,18 @@ HOOK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MUNGE_BIN = "/usr/bin/munge"  # Debian's munge package
 UNMUNGE_BIN = "/usr/bin/unmunge"
 
+# --- Metrics and autoscaling at the controller (docs/metrics.md) ---
+# The controller's exporter (`slurmpod daemon exporter`, under supervisord when the cluster spec's
+# metrics.enabled): GET /metrics on the controller pod's IP. In the exporters' range, beside the health
+# agent's 9402. Ref: https://github.com/prometheus/prometheus/wiki/Default-port-allocations
+# deploy/ sets the env twin from values metrics.port and names the container port `metrics`.
+ENV_EXPORTER_PORT = "SLURMPOD_EXPORTER_PORT"
+EXPORTER_PORT = 9401
+# How often the exporter asks slurmctld (cluster spec metrics.pollSeconds); each poll runs four commands,
+# so it is never faster than MIN_EXPORTER_POLL_S. Ref: https://slurm.schedmd.com/metrics.html#performance
+DEFAULT_EXPORTER_POLL_S = 15
+MIN_EXPORTER_POLL_S = 5
+
 # --- Topology at the controller: rendered at start, kept in sync by `daemon topology-sync` ---
 # The files slurmctld reads: topology.conf before 25.05, topology.yaml from 25.05 (where both exist,
 # topology.yaml wins). Ref: https://slurm.schedmd.com/topology.yaml.html

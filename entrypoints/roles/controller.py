@@ -68,6 +68,10 @@ def plan(c: Common, inp: StartInput, extra_files: tuple[OutFile, ...] = (),
     if any(ns.autoscaling.by_slurmpod for ns in spec.nodesets):
         # Nodeset replicas follow the pending jobs they could serve; scale-in drains idle nodes first.
         progs.append(programs.slurmpod_task("autoscale", ["daemon", "autoscale"], restart="true"))
+    if spec.metrics.enabled:
+        # Slurm's and slurmpod's series for Prometheus, read from slurmctld at a bounded rate (docs/metrics.md).
+        progs.append(programs.slurmpod_task("exporter", ["daemon", "exporter", "--port", str(inp.exporter_port)],
+                                            restart="true"))
     return RolePlan(None, tuple(files), tuple(dirs), tuple(progs))
 
 

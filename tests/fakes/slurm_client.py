@@ -9,17 +9,21 @@ makes, records every call, and injects faults per method:
 - ``down_at = method``      the controller goes down (for good) when that method is first called;
 - ``down_calls = n``        the next n calls raise TransientError, then the controller is back;
 - ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue).
+Whole documents (``report``) are what ``reports`` holds, and ``pending_jobs`` answers ``pending``.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from slurmpod.demand import PendingJob
 from slurmpod.errors import SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
-from slurmpod.slurm import DEFAULT_TIMEOUT, Job, Placeholder, SlurmRefused, reason_arg
+from slurmpod.slurm import DEFAULT_TIMEOUT, Job, Placeholder, Report, SlurmRefused, reason_arg
 
 
 class FakeClock:
@@ -60,6 +64,9 @@ class FakeSlurm:
     linger_polls: int = 0
     # per-call cost on the fake clock
     call_seconds: float = 0.05
+    # what `report` answers per document (a missing one: an empty document of its kind)
+    reports: dict[Report, dict[str, Any]] = field(default_factory=dict)
+    pending: list[PendingJob] = field(default_factory=list)
 
     # --- set-up helpers ---
     def add_node(self, name: str, base: str = "IDLE", flags: Sequence[str] = ("DYNAMIC_NORM",),
@@ -182,6 +189,14 @@ class FakeSlurm:
     def sinfo_summary(self, *, timeout: float = DEFAULT_TIMEOUT) -> str:
         self._enter("sinfo_summary", timeout)
         return "main* up infinite 0/1/0/1 w-0\n"
+
+    def report(self, which: Report, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        self._enter("report", timeout, which)
+        return copy.deepcopy(self.reports.get(which, {}))
+
+    def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
+        self._enter("pending_jobs", timeout)
+        return tuple(self.pending)
 
 
 # An admin's drain reason of 300 characters with double quotes at both ends (scontrol strips one pair

@@ -239,6 +239,25 @@ def test_k8s_sync_settings_reach_the_cluster_spec_and_parse() -> None:
                                               max_remediations=3, remediation_window_seconds=3600)
 
 
+@pytest.mark.parametrize(
+    ("args", "spec", "port"),
+    [([], cluster_spec.MetricsSpec(enabled=True, poll_seconds=15), 9401),
+     (["--set=metrics.pollSeconds=60", "--set=metrics.port=9500"], cluster_spec.MetricsSpec(True, 60), 9500),
+     (["--set=metrics.enabled=false"], cluster_spec.MetricsSpec(enabled=False, poll_seconds=15), None)],
+    ids=["default", "tuned", "off"],
+)
+def test_metrics_values_reach_the_cluster_spec_and_the_controller(args: list[str], spec: cluster_spec.MetricsSpec,
+                                                                  port: int | None) -> None:
+    docs = _template(*args)
+    text = _find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"]
+    assert cluster_spec.parse(yaml.safe_load(text)).metrics == spec
+    (ctl,) = _find(docs, "StatefulSet", "slurmpod-controller")["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in ctl["ports"]}
+    env = {e["name"]: e.get("value") for e in ctl["env"]}
+    assert ports.get("metrics") == port
+    assert env.get(wk.ENV_EXPORTER_PORT) == (None if port is None else str(port))
+
+
 def _rules_of(docs: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
     """(kind, namespace, resource) -> verbs, over the controller's Roles and ClusterRoles."""
     out = {}
@@ -343,6 +362,11 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=loginsets.login.service.type=NodePort",
       "--set=loginsets.login.service.loadBalancerSourceRanges={10.0.0.0/8}"],
      'loginsets.login.service.loadBalancerSourceRanges: "[10.0.0.0/8]": only a LoadBalancer Service has them'),
+    (["--set-string=metrics.enabled=yes"], 'metrics.enabled: "yes": must be true or false'),
+    (["--set=metrics.pollSeconds=2"], 'metrics.pollSeconds: "2": must be whole seconds, 5 to 3600'),
+    (["--set-string=metrics.pollSeconds=soon"], 'metrics.pollSeconds: "soon": must be whole seconds, 5 to 3600'),
+    (["--set=metrics.port=0"], 'metrics.port: "0": must be a whole number, 1 to 65535'),
+    (["--set=metrics.port=70000"], 'metrics.port: "70000": must be a whole number, 1 to 65535'),
     (["--set=sssd.enabled=true"], 'sssd.secretName: "": must name the Secret holding sssd.conf'),
     (["--set=sssd.enabled=true", "--set-string=sssd.secretName=ldap\nx: y"], 'sssd.secretName: "ldap\\nx: y"'),
     (["--set=sssd.enabled=true", "--set=sssd.secretName=ldap", "--set=sssd.caConfigMap=CA_Bundle"],
@@ -599,10 +623,14 @@ def test_network_policies_select_the_release_and_follow_values() -> None:
     assert ("10.0.0.1/32", "TCP", 6443, None) in _rules(narrowed["controller"], "egress")
     assert ("worker", "TCP", 61000, 61999) in _rules(narrowed["login"], "ingress")
     assert ("192.0.2.0/24", "TCP", 22, None) in _rules(narrowed["login"], "ingress")
-    scrapers = _policies(_template("--set=healthAgent.metricsPort=9500",
+    scrapers = _policies(_template("--set=healthAgent.metricsPort=9500", "--set=metrics.port=9501",
                                    "--set=networkPolicy.metricsFrom[0].ipBlock.cidr=198.51.100.0/24"))
     assert {r for r in _rules(scrapers["worker"], "ingress") if r[2] in (9402, 9500)} == {
         ("198.51.100.0/24", "TCP", 9500, None)}
+    assert {r for r in _rules(scrapers["controller"], "ingress") if r[2] in (9401, 9501)} == {
+        ("198.51.100.0/24", "TCP", 9501, None)}
+    assert not {r for r in _rules(_policies(_template("--set=metrics.enabled=false"))["controller"], "ingress")
+                if r[2] == 9401}
     for off in (["--set=healthAgent.metricsPort=0"], ["--set=healthAgent.enabled=false"]):
         docs = _template(*off)
         assert not {r for r in _rules(_policies(docs)["worker"], "ingress") if r[2] == 9402}

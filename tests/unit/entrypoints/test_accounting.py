@@ -218,7 +218,8 @@ def test_restapi_plan(tmp_path: Path) -> None:
 def test_controller_plan_with_accounting(tmp_path: Path) -> None:
     env, settings = _pod(tmp_path, "controller", podkit.SPEC_BASIC + ACCOUNTING)
     p = podkit.plan("controller", env, settings)
-    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "accounting-setup"]
+    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "accounting-setup",
+                                                        "exporter"]
     assert (wk.JWT_KEY, "slurm") in [(k.dest, k.user) for k in p.keys]
     slurmctld = next(prog for prog in p.programs if prog.name == "slurmctld")
     assert f"/dev/tcp/slurmpod-accounting-0/{wk.SLURMDBD_PORT}" in slurmctld.script

@@ -172,7 +172,7 @@ def test_controller_plan(tmp_path: Path) -> None:
     assert {wk.SLURM_CONF, f"{wk.SLURM_ETC}/cgroup.conf"} <= set(files)
     assert "ClusterName=gpu-farm\n" in files[wk.SLURM_CONF]
     assert f"SlurmctldHost={podkit.CONTROLLER}\n" in files[wk.SLURM_CONF]
-    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "topology-sync"]
+    assert [prog.name for prog in p.programs] == ["munged", "slurmctld", "node-reaper", "topology-sync", "exporter"]
     assert "--node-timeout 600" in p.programs[2].script
     # topologyPlugin tree on 24.11: topology.conf before slurmctld starts; no worker has registered yet
     assert files[wk.TOPOLOGY_CONF].startswith("# Written by slurmpod topology")
@@ -182,6 +182,31 @@ def test_controller_plan(tmp_path: Path) -> None:
     # configless slurmd reads the controller's gres.conf, never the worker's: GPUs come from NVML there
     gres = [line for line in files[f"{wk.SLURM_ETC}/gres.conf"].splitlines() if not line.startswith("#")]
     assert gres == ["AutoDetect=nvml"]
+
+
+@pytest.mark.parametrize(("spec", "runs"), [("", True), ("metrics: {enabled: true, pollSeconds: 30}\n", True),
+                                             ("metrics: {enabled: false}\n", False)],
+                         ids=["default-on", "on", "off"])
+def test_controller_runs_the_exporter_when_metrics_are_on(tmp_path: Path, spec: str, runs: bool) -> None:
+    p = _plan(podkit.make_pod(tmp_path, "controller", spec=spec), "controller")
+    exporter = [prog for prog in p.programs if prog.name == "exporter"]
+    assert bool(exporter) is runs
+    if runs:
+        assert "exec /usr/local/bin/slurmpod daemon exporter --port 9401\n" in exporter[0].script
+        assert exporter[0].restart == "true"
+
+
+@pytest.mark.parametrize(("port", "ok"), [("9500", True), ("0", False), ("65536", False), ("9401x", False)],
+                         ids=["other-port", "zero", "too-big", "not-a-number"])
+def test_the_exporter_port_comes_from_the_pods_env(tmp_path: Path, port: str, ok: bool) -> None:
+    pod = podkit.make_pod(tmp_path, "controller")
+    if not ok:
+        with pytest.raises(BadInput) as err:
+            _plan(pod, "controller", SLURMPOD_EXPORTER_PORT=port)
+        assert (err.value.problems[0].field, err.value.problems[0].value) == (wk.ENV_EXPORTER_PORT, port)
+        return
+    (exporter,) = [p for p in _plan(pod, "controller", SLURMPOD_EXPORTER_PORT=port).programs if p.name == "exporter"]
+    assert f"daemon exporter --port {port}\n" in exporter.script
 
 
 def test_controller_without_cgroups_has_no_cgroup_conf(tmp_path: Path) -> None:
@@ -198,7 +223,7 @@ def test_controller_auth_slurm_from_spec(tmp_path: Path, env_auth: str | None) -
     pod.key.unlink()  # not needed with auth/slurm
     p = _plan(pod, "controller", SLURMPOD_AUTH=env_auth)
     assert [(k.dest, k.user) for k in p.keys] == [(wk.SLURM_KEY, "slurm")]
-    assert [prog.name for prog in p.programs] == ["slurmctld", "node-reaper"]
+    assert [prog.name for prog in p.programs] == ["slurmctld", "node-reaper", "exporter"]
     assert "munge" not in p.programs[0].script
 
 

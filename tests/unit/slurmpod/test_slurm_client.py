@@ -14,7 +14,7 @@ from fakes.slurm_client import ADMIN_REASON_300
 
 from slurmpod.commands import Result
 from slurmpod.errors import BadInput, PermanentError, TransientError
-from slurmpod.slurm import CliSlurmClient, Placeholder, SlurmRefused, reason_arg
+from slurmpod.slurm import CliSlurmClient, Placeholder, Report, SlurmRefused, reason_arg
 
 NODE_DOC = json.dumps({"nodes": [{"name": "w-0", "state": ["IDLE", "DRAIN", "DYNAMIC_NORM"],
                                   "reason": ADMIN_REASON_300, "cpus": 2}], "errors": [], "warnings": []})
@@ -49,8 +49,10 @@ CALLS: dict[str, Callable[[CliSlurmClient], object]] = {
     "reconfigure": lambda c: c.reconfigure(),
     "set_topology": lambda c: c.set_topology("w-0", "default:b1"),
     "sinfo_summary": lambda c: c.sinfo_summary(),
+    "report": lambda c: c.report(Report.JOBS),
+    "pending_jobs": lambda c: c.pending_jobs(),
 }
-READERS = ["nodes", "node", "jobs_on_node"]
+READERS = ["nodes", "node", "jobs_on_node", "report", "pending_jobs"]
 
 UNREACHABLE = [
     "slurm_load_node error: Unable to contact slurm controller (connect failure)",
@@ -165,14 +167,31 @@ def test_runner_errors_pass_through(exc: Exception) -> None:
          ("scontrol", "create", "NodeName=w-3", "State=FUTURE", "CPUs=1", "RealMemory=900")),
         (lambda c: c.nodes(future=True), ("scontrol", "--future", "show", "nodes", "--json")),
         (lambda c: c.node("w-0", future=True), ("scontrol", "--future", "show", "node", "w-0", "--json")),
+        (lambda c: c.report(Report.NODES), ("scontrol", "--future", "show", "nodes", "--json")),
+        (lambda c: c.report(Report.JOBS), ("squeue", "--json")),
+        (lambda c: c.report(Report.PARTITIONS), ("scontrol", "show", "partitions", "--json")),
+        (lambda c: c.report(Report.DIAG), ("sdiag", "--json")),
+        (lambda c: c.pending_jobs(), ("squeue", "--states=PENDING", "--json")),
     ],
     ids=["drain", "resume", "requeue", "start-now", "delete", "placeholder", "placeholder-bare", "nodes-future",
-         "node-future"],
+         "node-future", "report-nodes", "report-jobs", "report-partitions", "report-diag", "pending-jobs"],
 )
 def test_argv(call: Callable[[CliSlurmClient], object], argv: tuple[str, ...]) -> None:
     runner = FakeRunner(stdout=NODE_DOC)
     call(CliSlurmClient(runner))
     assert runner.calls[0][0] == argv
+
+
+def test_report_and_pending_jobs_parse_the_answer_with_the_timeout_given() -> None:
+    runner = FakeRunner(stdout=json.dumps({"jobs": [
+        {"job_id": 8, "job_state": ["PENDING"], "partition": "main", "node_count": {"set": True, "number": 2},
+         "state_reason": "Resources"},
+        {"job_id": 9, "job_state": ["PENDING"], "partition": "main", "state_reason": "Dependency"}]}))
+    client = CliSlurmClient(runner)
+    assert client.report(Report.JOBS, timeout=4.0)["jobs"][0]["job_id"] == 8
+    (job,) = client.pending_jobs(timeout=6.0)
+    assert (job.job_id, job.nodes, job.partitions) == (8, 2, ("main",))
+    assert [t for _, t in runner.calls] == [4.0, 6.0]
 
 
 def test_start_now_of_nothing_runs_nothing() -> None:

@@ -1,0 +1,260 @@
+"""Pending demand: the pending jobs more worker nodes could start, and how many nodes a NodeSet would need.
+
+``parse_pending`` reads `squeue --states=PENDING --json` (or any squeue document: it keeps the pending
+records) into ``PendingJob``s, leaving out every job more nodes cannot start:
+- held jobs (``hold``, or the reasons JobHeldUser/JobHeldAdmin and their kin);
+- jobs whose pending reason no new node cures: a dependency, a begin time, a partition that is down,
+  inactive or refuses the job, association and QoS limits, licenses, reservations, burst buffers,
+  constraints no node has, the array throttle (``NEVER_BY_NODES``, ``NEVER_BY_NODES_PREFIXES``);
+- jobs waiting on nodes they name themselves (ReqNodeNotAvail or NodeDown with ``required_nodes``).
+Every other reason counts, an unknown one too: a reason a newer Slurm adds should not stop scale-out.
+
+A pending job array is one squeue record for all its pending tasks (``array_task_string``, e.g.
+``3-10%2``): it asks ``node_count`` nodes for each task that may start now, that is its pending tasks,
+capped by its throttle (``%2``, ``array_max_tasks``) when it has one. Running tasks of the array are not
+in a pending listing, so the throttle is not reduced by them: the demand is at most the throttle too high,
+and once the running tasks fill the throttle slurmctld says JobArrayTaskLimit, which counts zero. squeue
+cuts a long task list with "..." (SLURM_BITSTR_LEN, 64 characters by default): the tasks it shows are
+counted, a lower bound.
+
+``demand_nodes`` sums the nodes the jobs that fit one NodeSet ask for. A job fits a NodeSet when one of
+its partitions contains the NodeSet, every feature its --constraint requires is the NodeSet's feature,
+and its CPUs and GPUs per node fit the NodeSet's nodes where those are known. The constraints judged are
+ANDs (``&``, or ``,``, which slurmctld reads as ``&``) of plain feature names, and ORs (``|``) of such
+terms; anything else (brackets, counts, parentheses) does not fit, logged once per expression. A job that
+fits two NodeSets counts for both. Nodes are not packed: two one-CPU jobs ask two nodes.
+
+Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-REASON-CODES
+Ref: https://slurm.schedmd.com/job_reason_codes.html
+Ref: https://slurm.schedmd.com/sbatch.html#OPT_constraint
+Ref: https://slurm.schedmd.com/job_array.html
+Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_job_info (the record `squeue --json` prints)
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from slurmpod.nodestate import NodeState, load_json, number
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    """One pending squeue record that more nodes could start."""
+
+    job_id: int
+    partitions: tuple[str, ...]
+    features: str  # the job's --constraint expression, "" for none
+    nodes: int  # nodes it asks for (an array: for all its tasks that may start now)
+    gpus_per_node: int
+    cpus_per_node: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSetShape:
+    """What a worker NodeSet's nodes offer: its Slurm feature, the partitions holding it, their size."""
+
+    name: str
+    feature: str
+    partitions: tuple[str, ...]
+    cpus: int  # CPUs of one node; 0 = unknown, no CPU filter
+    gpus: int  # GPUs of one node; 0 = unknown, no GPU filter
+
+
+# Pending reasons no new node cures. Ref: https://slurm.schedmd.com/job_reason_codes.html
+NEVER_BY_NODES = frozenset({
+    "Dependency", "DependencyNeverSatisfied",
+    "JobHeldAdmin", "JobHeldUser", "JobHoldMaxRequeue", "BeginTime",
+    "PartitionDown", "PartitionInactive", "PartitionTimeLimit", "PartitionConfig",
+    "AccountNotAllowed", "QOSNotAllowed", "InvalidAccount", "InvalidQOS", "AccountingPolicy",
+    "BadConstraints", "Constraints", "MaxMemPerLimit", "DeadLine",
+    "Reservation", "ReservationDeleted", "ReservationInvalid", "Licenses",
+    "BurstBufferResources", "BurstBufferStageIn", "BurstBufferOperation",
+    "JobArrayTaskLimit", "FedJobLock", "Cleaning",
+})
+# Association and QoS limits: AssocGrpNodeLimit, AssociationJobLimit, QOSMaxJobsPerUserLimit, ...
+NEVER_BY_NODES_PREFIXES = ("Assoc", "QOS")
+# Curable unless the job named the nodes it waits for (--nodelist): then only those nodes will do.
+NAMED_NODE_REASONS = frozenset({"ReqNodeNotAvail", "NodeDown"})
+
+_FEATURE = re.compile(r"[A-Za-z0-9_.-]+")
+_ARRAY_PART = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+_GPU_ITEM = re.compile(r"(?:gres[/:])?gpu(?::([^:=,()]+))?(?:[:=](\d+))?")
+_PARENTHESES = re.compile(r"\([^)]*\)")
+
+
+def parse_pending(squeue_json: str) -> tuple[PendingJob, ...]:
+    """`squeue --states=PENDING --json` -> the pending jobs more nodes could start; TransientError when
+    the text is not a squeue document."""
+    return pending_from(load_json(squeue_json, "squeue --json"))
+
+
+def pending_from(doc: Mapping[str, Any]) -> tuple[PendingJob, ...]:
+    """The pending jobs of a parsed squeue document that more nodes could start."""
+    jobs = doc.get("jobs", [])
+    out = []
+    for job in jobs if isinstance(jobs, list) else ():
+        if isinstance(job, dict) and is_pending(job):
+            pending = pending_job(job)
+            if pending is not None:
+                out.append(pending)
+    return tuple(out)
+
+
+def is_pending(job: Mapping[str, Any]) -> bool:
+    state = job.get("job_state", ())
+    return "PENDING" in state if isinstance(state, list) else str(state).split("+")[0] == "PENDING"
+
+
+def held(job: Mapping[str, Any]) -> bool:
+    """Held by its user or an admin (priority 0, or slurmctld's held reasons)."""
+    return bool(job.get("hold", False)) or str(job.get("state_reason", "")) in ("JobHeldAdmin", "JobHeldUser")
+
+
+def curable(job: Mapping[str, Any]) -> bool:
+    """More nodes could start this pending job: not held, and no reason only something else can lift."""
+    reason = str(job.get("state_reason", "") or "None")
+    if held(job) or reason in NEVER_BY_NODES or reason.startswith(NEVER_BY_NODES_PREFIXES):
+        return False
+    return not (reason in NAMED_NODE_REASONS and str(job.get("required_nodes", "") or "").strip())
+
+
+def pending_job(job: Mapping[str, Any]) -> PendingJob | None:
+    """One pending squeue record as a PendingJob; None when more nodes would not start it."""
+    if not curable(job):
+        return None
+    nodes = max(1, number(job.get("node_count")))
+    partitions = tuple(p for p in str(job.get("partition", "") or "").split(",") if p)
+    return PendingJob(
+        job_id=number(job.get("job_id")),
+        partitions=partitions,
+        features=str(job.get("features", "") or ""),
+        nodes=nodes * startable_tasks(job),
+        gpus_per_node=gpus_per_node(job, nodes),
+        cpus_per_node=number(job.get("minimum_cpus_per_node")),
+    )
+
+
+def array_tasks(job: Mapping[str, Any]) -> int:
+    """How many jobs this record stands for: the tasks of a pending array record, else 1 (slurmctld's own
+    count, job_array_cnt, in its metrics). Ref: https://slurm.schedmd.com/job_array.html"""
+    text = str(job.get("array_task_string", "") or "")
+    if not text or _set(job.get("array_task_id")):
+        return 1
+    return count_task_ids(text) or 1
+
+
+def startable_tasks(job: Mapping[str, Any]) -> int:
+    """Tasks of this record that may start now: its pending tasks, capped by the array's throttle."""
+    tasks = array_tasks(job)
+    limit = number(job.get("array_max_tasks"))
+    return min(tasks, limit) if limit > 0 and tasks > 1 else tasks
+
+
+def count_task_ids(text: str) -> int:
+    """Task IDs in an array expression: ``1-10``, ``1,3,5-7``, ``0-99:3``, ``1-10%2`` (the throttle is not
+    an ID), ``1,3,...`` (cut by squeue: what is shown)."""
+    total = 0
+    for part in text.partition("%")[0].split(","):
+        m = _ARRAY_PART.fullmatch(part.strip())
+        if m is None:
+            continue
+        first, last, step = int(m[1]), int(m[2] or m[1]), int(m[3] or 1)
+        if last >= first and step > 0:
+            total += (last - first) // step + 1
+    return total
+
+
+def gpu_count(text: str) -> int:
+    """GPUs in a TRES or GRES list: ``gres/gpu:2``, ``gres/gpu:h100:2``, ``gpu:h100:8(S:0-1)``,
+    ``gres/gpu=4``; a GPU without a count is one. Ref: https://slurm.schedmd.com/gres.html"""
+    if "gpu" not in text:
+        return 0
+    total = 0
+    for item in _PARENTHESES.sub("", text).split(","):
+        m = _GPU_ITEM.fullmatch(item.strip())
+        if m is None:
+            continue
+        kind, count = m[1], m[2]
+        if count is not None:
+            total += int(count)
+        elif kind is not None and kind.isdigit():  # gpu:2 is a count, gpu:h100 a type
+            total += int(kind)
+        else:
+            total += 1
+    return total
+
+
+def gpus_per_node(job: Mapping[str, Any], nodes: int) -> int:
+    """GPUs one node of the job needs: --gpus-per-node (or --gres), else --gpus spread over its nodes,
+    else --gpus-per-task times its tasks per node. Ref: https://slurm.schedmd.com/sbatch.html#OPT_gpus"""
+    per_node = gpu_count(str(job.get("tres_per_node", "") or ""))
+    if per_node:
+        return per_node
+    per_job = gpu_count(str(job.get("tres_per_job", "") or ""))
+    if per_job:
+        return math.ceil(per_job / max(1, nodes))
+    per_task = gpu_count(str(job.get("tres_per_task", "") or ""))
+    if per_task:
+        tasks = number(job.get("tasks_per_node")) or math.ceil(number(job.get("tasks")) / max(1, nodes))
+        return per_task * max(1, tasks)
+    return 0
+
+
+def _set(value: object) -> bool:
+    """A Slurm number that is there: {"set": true, ...}, or a plain number."""
+    if isinstance(value, dict):
+        return bool(value.get("set", False))
+    return value is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def feature_terms(expression: str) -> tuple[frozenset[str], ...] | None:
+    """A --constraint as OR-ed terms of AND-ed feature names; None for what this cannot judge (logged once:
+    the answer is cached). "" is one empty term: no constraint."""
+    text = expression.strip()
+    if not text:
+        return (frozenset(),)
+    terms = []
+    for alternative in text.split("|"):
+        names = [n.strip() for n in re.split(r"[&,]", alternative)]
+        if not all(_FEATURE.fullmatch(n) for n in names):
+            log.info("constraint not judged; its jobs count for no nodeset", extra={"ctx": {
+                "constraint": expression[:200]}})
+            return None
+        terms.append(frozenset(names))
+    return tuple(terms)
+
+
+def fits(job: PendingJob, shape: NodeSetShape) -> bool:
+    """The job could run on the NodeSet's nodes: partition, features, CPUs and GPUs per node."""
+    if not set(job.partitions) & set(shape.partitions):
+        return False
+    terms = feature_terms(job.features)
+    if terms is None or not any(term <= {shape.feature} for term in terms):
+        return False
+    if shape.cpus and job.cpus_per_node > shape.cpus:
+        return False
+    return not (shape.gpus and job.gpus_per_node > shape.gpus)
+
+
+def demand_nodes(jobs: Sequence[PendingJob], shape: NodeSetShape) -> int:
+    """Nodes the pending jobs this NodeSet could serve ask for."""
+    return sum(job.nodes for job in jobs if fits(job, shape))
+
+
+def with_capacity(shape: NodeSetShape, nodes: Iterable[NodeState]) -> NodeSetShape:
+    """The shape with the CPUs and GPUs of the NodeSet's registered nodes (those with its feature; the
+    largest, so no job one of them can run is left out); unchanged when none is registered."""
+    mine = [n for n in nodes if shape.feature in n.features]
+    if not mine:
+        return shape
+    return replace(shape, cpus=max(n.cpus for n in mine), gpus=max(gpu_count(n.gres) for n in mine))
