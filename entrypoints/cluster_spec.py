@@ -9,10 +9,11 @@ import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from slurmpod import confvalues
+from slurmpod import confvalues, quantity
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
 from slurmpod.problems import Problems, Section, build, join
@@ -128,11 +129,28 @@ class AutoscalingSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeShape:
+    """What one pod of a nodeset offers jobs, from its container's limits (cluster.yaml `nodesets[].shape`,
+    which the chart renders from `nodesets.<name>.slurmd.resources.limits`): the shape of the FUTURE
+    placeholders an autoscaled nodeset keeps for pods it does not run, and what the demand judges a job's
+    per-node CPUs and GPUs against. 0: unknown (no placeholder; the demand does not filter on it)."""
+
+    cpus: int = 0  # whole CPUs of the cpu limit (a pod start gives jobs what its limit allows)
+    real_memory_mib: int = 0  # the memory limit in MiB
+    gpus: int = 0  # the nvidia.com/gpu limit
+
+    @property
+    def known(self) -> bool:
+        return self.cpus > 0 and self.real_memory_mib > 0
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSetSpec:
     name: str
     feature: str
     stateful_set: str = ""  # the StatefulSet whose pods are its nodes, `<stateful_set>-<ordinal>`; "" unknown
     autoscaling: AutoscalingSpec = AutoscalingSpec()
+    shape: NodeShape = NodeShape()
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,7 +342,8 @@ _TOP_KEYS = {"clusterName", "auth", "select", "topologyPlugin", "maxNodes", "nod
              "accounting", "restapi", "k8sSync", "requeue", "metrics"}
 _K8S_SYNC_KEYS = {"enabled", "intervalSeconds", "notReadyGraceSeconds", "readySettleSeconds", "remediation"}
 _REMEDIATION_KEYS = {"restartPod", "replaceNode", "maxActions", "perSeconds"}
-_NODESET_KEYS = {"name", "feature", "statefulSet", "autoscaling"}
+_NODESET_KEYS = {"name", "feature", "statefulSet", "autoscaling", "shape"}
+_SHAPE_KEYS = {"cpu", "memory", "gpus"}
 _AUTOSCALING_KEYS = {"enabled", "mode", "minReplicas", "maxReplicas", "idleSeconds", "step"}
 # Replica bounds: a nodeset is at most a cluster (maxNodes' own bound).
 MAX_REPLICAS = 65_000
@@ -570,6 +589,35 @@ def _autoscaling(doc: Section, stateful_set: str | None, sts_field: str) -> Auto
                  idle_seconds=idle, step=step)
 
 
+def _quantity(doc: Section, key: str, unit: Fraction) -> int:
+    """A Kubernetes quantity (cpu "500m", memory "1Gi") in whole ``unit``s, rounded down; 0 when absent."""
+    raw = doc.raw(key)
+    if raw in (None, ""):
+        return 0
+    try:
+        value = quantity.parse(doc.where(key), raw)
+    except BadInput as exc:
+        for problem in exc.problems:
+            doc.problems.add(problem.field, problem.value, problem.reason)
+        return 0
+    if value < 0:
+        doc.problems.add(doc.where(key), str(raw), "must not be negative")
+        return 0
+    return int(value // unit)
+
+
+def _shape(doc: Section) -> NodeShape | None:
+    """Ref: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#resource-units-in-kubernetes"""
+    before = len(doc.problems)
+    cpus = _quantity(doc, "cpu", Fraction(1))
+    memory = _quantity(doc, "memory", Fraction(2**20))
+    gpus = doc.integer("gpus", 0, 0, 1024)
+    if len(doc.problems) > before:
+        return None
+    return build(NodeShape, cpus=max(cpus, 1) if doc.raw("cpu") not in (None, "") else 0,
+                 real_memory_mib=memory, gpus=gpus)
+
+
 def _nodesets(doc: Section) -> tuple[NodeSetSpec, ...]:
     nodesets: list[NodeSetSpec] = []
     for ns in doc.sections("nodesets", [{"name": "workers", "feature": "workers"}], _NODESET_KEYS):
@@ -577,7 +625,8 @@ def _nodesets(doc: Section) -> tuple[NodeSetSpec, ...]:
         spec = build(NodeSetSpec, name=ns.text("name", "", confvalues.name),
                      feature=ns.text("feature", str(ns.raw("name", "")), confvalues.feature), stateful_set=sts,
                      autoscaling=_autoscaling(ns.section("autoscaling", _AUTOSCALING_KEYS), sts,
-                                              ns.where("statefulSet")))
+                                              ns.where("statefulSet")),
+                     shape=_shape(ns.section("shape", _SHAPE_KEYS)))
         if spec is not None:
             nodesets.append(spec)
     doc.problems.unique("nodesets", [n.name for n in nodesets])

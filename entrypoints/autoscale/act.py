@@ -21,7 +21,7 @@ from slurmpod.entrypoints.autoscale.decide import REASON, Decision, Kind, Plan
 from slurmpod.errors import SlurmpodError
 from slurmpod.kube.seam import Kube
 from slurmpod.nodestate import NodeState
-from slurmpod.slurm import SlurmClient
+from slurmpod.slurm import Placeholder, SlurmClient
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +41,11 @@ def _may_lift(node: NodeState | None) -> bool:
 
 
 class Executor:
-    def __init__(self, kube: Kube, slurm: SlurmClient, namespace: str, counters: Counters) -> None:
+    def __init__(self, kube: Kube, slurm: SlurmClient, namespace: str, counters: Counters,
+                 placeholder: Callable[[str, str], Placeholder] | None = None) -> None:
+        """``placeholder(nodeset, node)``: the FUTURE record for a node of that nodeset; None: make none."""
         self._kube, self._slurm, self._namespace, self._counters = kube, slurm, namespace, counters
+        self._placeholder = placeholder
 
     def _count(self, plan: Plan, kind: Kind, n: int = 1) -> None:
         per = self._counters.setdefault(plan.nodeset, {k.value: 0 for k in Kind})
@@ -77,9 +80,38 @@ class Executor:
         self._count(plan, d.kind)
         self._log(plan, d)
 
+    def _take_over(self, plan: Plan) -> bool:
+        """Delete the placeholders of the pods a scale-out starts; False when one could not be deleted."""
+        for name in plan.take_over:
+            try:
+                self._slurm.delete_node(name, timeout=SLURM_TIMEOUT_S)
+            except SlurmpodError as exc:
+                log.warning("placeholder not deleted; scale-out decided again next pass", extra={"ctx": {
+                    "nodeset": plan.nodeset, "node": name, "err": str(exc)[:300]}})
+                return False
+            log.info("placeholder deleted for its pod", extra={"ctx": {"nodeset": plan.nodeset, "node": name}})
+        return True
+
+    def _make_placeholders(self, plan: Plan) -> None:
+        if self._placeholder is None:
+            return
+        made = []
+        for name in plan.placeholders:
+            try:
+                self._slurm.create_future_node(self._placeholder(plan.nodeset, name), timeout=SLURM_TIMEOUT_S)
+                made.append(name)
+            except (SlurmpodError, ValueError) as exc:
+                log.warning("placeholder not made", extra={"ctx": {"nodeset": plan.nodeset, "node": name,
+                                                                   "err": str(exc)[:300]}})
+        if made:
+            log.info("placeholders made", extra={"ctx": {"nodeset": plan.nodeset, "nodes": ",".join(made)}})
+
     def apply(self, plan: Plan) -> None:
-        """Every decision in order; one failing never stops the others."""
+        """Every decision in order; one failing never stops the others. A scale-out waits for its
+        placeholders to be gone; placeholders for the ordinals left without a pod come last."""
         for d in plan.decisions:
+            if d.kind is Kind.SCALE_OUT and not self._take_over(plan):
+                continue
             match d.kind:
                 case Kind.DRAIN:
                     self._each(plan, d, _may_drain, lambda n: self._slurm.drain(n, REASON, timeout=SLURM_TIMEOUT_S))
@@ -92,6 +124,7 @@ class Executor:
                         log.warning("not done; decided again next pass", extra={"ctx": {
                             "nodeset": plan.nodeset, "action": d.kind.value, "from": plan.replicas, "to": d.to,
                             "err": str(exc)[:300]}})
+        self._make_placeholders(plan)
 
 
 def load_counters(path: Path) -> Counters:

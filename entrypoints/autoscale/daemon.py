@@ -21,7 +21,7 @@ from slurmpod.entrypoints.autoscale import act, decide, observe
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, NodeSetSpec, load
 from slurmpod.errors import BadInput, SlurmpodError
 from slurmpod.kube.seam import Kube
-from slurmpod.slurm import SlurmClient
+from slurmpod.slurm import Placeholder, SlurmClient
 from slurmpod.timing import Clock, SystemClock
 
 log = logging.getLogger(__name__)
@@ -41,15 +41,21 @@ def managed(spec: ClusterSpec) -> tuple[NodeSetSpec, ...]:
 def observe_once(kube: Kube, slurm: SlurmClient, namespace: str, nodesets: Sequence[NodeSetSpec], *,
                  demand: Demand, now: float) -> observe.Snapshot:
     """The pass's whole input; raises the first read that failed."""
-    nodes = slurm.nodes(timeout=SLURM_READ_TIMEOUT_S)
+    nodes = slurm.nodes(future=True, timeout=SLURM_READ_TIMEOUT_S)  # the placeholders too
     wanted = demand()
     views = []
     for ns in nodesets:
         what = f"StatefulSet {namespace}/{ns.stateful_set}"
         views.append(observe.NodeSetView(
             ns.name, ns.stateful_set, ns.autoscaling, observe.scale(kube.get_scale(namespace, ns.stateful_set), what),
-            observe.members(ns.stateful_set, nodes), observe.demand(wanted, ns.name)))
+            observe.members(ns.stateful_set, nodes), observe.demand(wanted, ns.name), ns.shape))
     return observe.Snapshot(tuple(views), now)
+
+
+def placeholder_of(nodeset: NodeSetSpec, node: str) -> Placeholder:
+    """A pod's stand-in while it does not run: the nodeset's feature and its pods' shape."""
+    shape = nodeset.shape
+    return Placeholder(node, (nodeset.feature,), shape.cpus, shape.real_memory_mib, shape.gpus)
 
 
 class Autoscaler:
@@ -61,6 +67,10 @@ class Autoscaler:
         self.counters: act.Counters = counters if counters is not None else {}
         self.timers: dict[str, decide.Timers] = {}
         self.waiting: dict[str, str] = {}
+        self._by_name = {ns.name: ns for ns in nodesets}
+
+    def placeholder(self, nodeset: str, node: str) -> Placeholder:
+        return placeholder_of(self._by_name[nodeset], node)
 
     def one_pass(self, now: float) -> tuple[decide.Plan, ...]:
         """The plans carried out; none when a read failed."""
@@ -69,7 +79,7 @@ class Autoscaler:
         except SlurmpodError as exc:
             log.warning("pass skipped: nothing read, nothing changed", extra={"ctx": {"err": str(exc)[:300]}})
             return ()
-        executor = act.Executor(self.kube, self.slurm, self.namespace, self.counters)
+        executor = act.Executor(self.kube, self.slurm, self.namespace, self.counters, self.placeholder)
         plans = []
         for view in snap.nodesets:
             timers = decide.tick(view, self.timers.get(view.name, decide.Timers()), snap.now)
@@ -109,7 +119,8 @@ def _demand_source(spec: ClusterSpec, client: SlurmClient) -> Demand:
     from slurmpod import demand  # noqa: PLC0415 - the controller's alone
 
     shapes = [demand.NodeSetShape(ns.name, ns.feature,
-                                  tuple(p.name for p in spec.partitions if ns.name in p.nodesets), 0, 0)
+                                  tuple(p.name for p in spec.partitions if ns.name in p.nodesets),
+                                  ns.shape.cpus, ns.shape.gpus)
               for ns in managed(spec)]
 
     def read() -> dict[str, int]:

@@ -19,6 +19,14 @@ Rules, per nodeset with R replicas and a demand of D nodes:
   starting. A pod that has not registered in Slurm for idleSeconds is removed like an idle node (it
   serves nothing: no Kubernetes node to run on, or a slurmd that never starts).
 - Our drains below minReplicas are lifted: those nodes are never removed.
+
+Placeholders: Slurm knows a nodeset's nodes only while their pods run, so at zero replicas a job for it
+would be refused ("Requested node configuration is not available"). Every ordinal from the replicas up
+to maxReplicas with no Slurm record gets a FUTURE placeholder of the nodeset's shape: jobs are then
+accepted and wait (ReqNodeNotAvail) until the autoscaler starts their pods. A placeholder is deleted
+before the scale-out that starts its pod, since slurmd -Z refuses to register against a FUTURE record of
+another shape (docs/autoscaling.md).
+Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_FUTURE, https://slurm.schedmd.com/dynamic_nodes.html
 """
 
 from __future__ import annotations
@@ -74,6 +82,8 @@ class Plan:
     resource_version: str  # the Scale's, the precondition of a change
     decisions: tuple[Decision, ...] = ()  # in the order they are carried out
     waiting: str = ""  # why no more is done, for the log; "" when there is nothing to say
+    take_over: tuple[str, ...] = ()  # placeholders deleted before the scale-out (it waits for them)
+    placeholders: tuple[str, ...] = ()  # FUTURE records made for ordinals that have no pod and no record
 
     def of(self, kind: Kind) -> Decision | None:
         return next((d for d in self.decisions if d.kind is kind), None)
@@ -144,7 +154,18 @@ def plan(view: NodeSetView, timers: Timers, now: float) -> Plan:
     else:
         decisions_in, waiting = _scale_in(view, slots, timers, now)
         decisions.extend(decisions_in)
-    return Plan(view.name, view.stateful_set, r, view.scale.resource_version, tuple(decisions), waiting)
+    out = next((d.to for d in decisions if d.kind is Kind.SCALE_OUT), r)
+    take_over = tuple(view.node_name(i) for i in range(r, out) if _placeholder(view.nodes.get(i)))
+    after = min(next((d.to for d in decisions if d.kind is Kind.SCALE_IN), out), r)
+    make = tuple(view.node_name(i) for i in range(max(after, out), s.max_replicas)
+                 if i not in view.nodes) if view.shape.known else ()
+    return Plan(view.name, view.stateful_set, r, view.scale.resource_version, tuple(decisions), waiting,
+                take_over, make)
+
+
+def _placeholder(node: NodeState | None) -> bool:
+    """A FUTURE record no slurmd has taken (one that refused a registration included)."""
+    return node is not None and node.base == "FUTURE"
 
 
 def _scale_out(view: NodeSetView, slots: Mapping[int, Slot], lifted: int) -> tuple[list[Decision], str]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from slurmpod.entrypoints.cluster_spec import AutoscalingSpec
+from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeShape
 from slurmpod.errors import TransientError
 from slurmpod.nodestate import NodeState
 
@@ -36,8 +36,10 @@ class NodeSetView:
     stateful_set: str
     settings: AutoscalingSpec
     scale: Scale
-    nodes: Mapping[int, NodeState]  # the nodeset's Slurm nodes by ordinal (terminating ones above replicas too)
+    nodes: Mapping[int, NodeState]  # the nodeset's Slurm nodes by ordinal (terminating ones above replicas
+    # too, and FUTURE placeholders)
     demand: int  # nodes the pending jobs this nodeset could serve ask for
+    shape: NodeShape = field(default_factory=NodeShape)  # its placeholders' shape; unknown: it keeps none
 
     @property
     def replicas(self) -> int:

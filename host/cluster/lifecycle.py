@@ -30,9 +30,10 @@ from typing import Any
 
 import docker
 
+from slurmpod import quantity
 from slurmpod.errors import BadInput, PermanentError
 from slurmpod.problems import Problems
-from slurmpod_host.cluster import applied, netenforce, netpolicy, podspec, publish, quantity, runtime, services, state
+from slurmpod_host.cluster import applied, netenforce, netpolicy, podspec, publish, runtime, services, state
 from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.manifests import Bundle, Document
 from slurmpod_host.cluster.plan import PodPlan

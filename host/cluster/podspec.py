@@ -25,10 +25,11 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from slurmpod import quantity
 from slurmpod import well_known as wk
 from slurmpod.errors import BadInput, Problem
 from slurmpod.problems import Problems
-from slurmpod_host.cluster import no_api, quantity
+from slurmpod_host.cluster import no_api
 from slurmpod_host.cluster import well_known as host_wk
 from slurmpod_host.cluster.downward import PodMeta, field_value
 from slurmpod_host.cluster.expansion import expand

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from fakes.slurm_client import FakeClock, FakeSlurm
 
 from slurmpod import reasons
 from slurmpod.entrypoints.autoscale import act, daemon, decide
-from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeSetSpec
+from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeSetSpec, NodeShape
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
 
 NS = "slurm"
@@ -306,3 +307,47 @@ def test_run_sleeps_out_the_interval(tmp_path: Path) -> None:
                interval_s=15.0, clock=clock, passes=3)
     assert clock.slept == [15.0, 15.0]
     assert len(kube.called("get_scale")) == 3
+
+
+# --- placeholders over the fakes ---
+
+SHAPED = replace(SPEC, shape=NodeShape(cpus=4, real_memory_mib=8192, gpus=2))
+
+
+def test_a_nodeset_at_zero_keeps_a_placeholder_per_ordinal_and_takes_one_over_before_each_pod() -> None:
+    w = World(spec=SHAPED)
+    w.run()
+    assert sorted(n for n, s in w.slurm.nodes_by_name.items() if s.base == "FUTURE") == [name(0), name(1), name(2)]
+    assert w.slurm.nodes_by_name[name(1)].features == ("gpu",)
+    assert w.slurm.nodes_by_name[name(1)].cpus == 4 and w.slurm.nodes_by_name[name(1)].real_memory == 8192
+    w.wanted["gpu"] = 1
+    w.run(15)
+    # the placeholder of ordinal 0 went with its pod's start (the next test: never after); the others stay
+    assert w.slurm.called("delete_node") == [(name(0),)] and w.replicas == 1
+    assert name(0) not in w.slurm.nodes_by_name
+    assert w.slurm.nodes_by_name[name(1)].base == "FUTURE"
+
+
+def test_a_placeholder_that_cannot_be_deleted_holds_the_scale_out_back() -> None:
+    w = World(spec=SHAPED)
+    w.run()
+    w.wanted["gpu"] = 1
+    w.slurm.fail["delete_node"] = TransientError("scontrol delete timed out")
+    w.run(15)
+    assert w.replicas == 0 and not w.kube.called("set_scale")
+    del w.slurm.fail["delete_node"]
+    w.run(15)
+    assert w.replicas == 1
+
+
+def test_placeholders_come_back_once_the_removed_pods_records_are_gone() -> None:
+    w = World(replicas=1, spec=SHAPED)
+    w.run()
+    assert w.slurm.nodes_by_name[name(0)].base == "IDLE"  # its pod's node, no placeholder
+    w.run(61)  # idle past idleSeconds: drained
+    w.run(15)  # drained with no job: replicas to 0
+    assert w.replicas == 0
+    assert w.slurm.nodes_by_name[name(0)].base == "IDLE"  # still its old record: no placeholder over it
+    w.slurm.delete_node(name(0))  # preStop (or the node-reaper) deletes it
+    w.run(15)
+    assert w.slurm.nodes_by_name[name(0)].base == "FUTURE"

@@ -12,7 +12,7 @@ Nodes are written by ordinal, one word each:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import pytest
@@ -21,7 +21,7 @@ from slurmpod import reasons
 from slurmpod.entrypoints.autoscale import decide
 from slurmpod.entrypoints.autoscale.decide import Kind, Timers
 from slurmpod.entrypoints.autoscale.observe import NodeSetView, Scale
-from slurmpod.entrypoints.cluster_spec import AutoscalingSpec
+from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeShape
 from slurmpod.nodestate import NodeState
 
 STS = "slurm-worker-gpu"
@@ -208,3 +208,55 @@ def test_a_starting_pod_keeps_its_start_and_loses_it_once_registered() -> None:
 def test_only_ordinals_below_replicas_are_timed() -> None:
     t = decide.tick(view(1, "idle idle ours"), Timers(), NOW)
     assert set(t.idle) == {name(0)} and t.starting == {}
+
+
+# --- placeholders: FUTURE records for the ordinals without a pod ---
+
+SHAPE = NodeShape(cpus=8, real_memory_mib=65536, gpus=4)
+
+
+def _with(v: NodeSetView, shape: NodeShape = SHAPE, future: tuple[int, ...] = ()) -> NodeSetView:
+    """``v`` with a shape, and FUTURE placeholders at ``future`` ordinals."""
+    extra = {i: NodeState(name(i), "FUTURE", frozenset({"DYNAMIC_NORM"})) for i in future}
+    return replace(v, shape=shape, nodes={**v.nodes, **extra})
+
+
+@pytest.mark.parametrize(
+    ("replicas", "words", "future", "demand", "take_over", "made"),
+    [
+        (0, "", (), 0, (), (0, 1, 2, 3)),  # a new nodeset at zero: every ordinal up to max gets one
+        (0, "", (0, 1, 2, 3), 0, (), ()),  # they exist: nothing to do
+        (0, "", (0, 1, 2, 3), 3, (0,), ()),  # the scale-out to 1 (step 1) deletes ordinal 0's first
+        (2, "idle idle", (3,), 0, (), (2,)),  # a gap above the pods is filled
+        (1, "alloc", (1, 2, 3), 5, (1,), ()),  # only the ordinals the scale-out starts are taken over
+    ],
+    ids=["new-at-zero", "already-there", "scale-out-takes-over", "gap-filled", "only-started-ones"],
+)
+def test_placeholders_and_take_overs(replicas: int, words: str, future: tuple[int, ...], demand: int,
+                                     take_over: tuple[int, ...], made: tuple[int, ...]) -> None:
+    v = _with(view(replicas, words, demand), future=future)
+    p = decide.plan(v, timers(v), NOW)
+    assert p.take_over == tuple(name(i) for i in take_over)
+    assert p.placeholders == tuple(name(i) for i in made)
+
+
+def test_scale_in_leaves_the_removed_ordinals_to_a_later_pass() -> None:
+    """The drained nodes above the new replicas still have records (their pods are stopping): no placeholder
+    until the record is gone."""
+    v = _with(view(2, "ours ours", 0))
+    p = decide.plan(v, timers(v), NOW)
+    assert p.of(Kind.SCALE_IN) is not None and p.of(Kind.SCALE_IN).to == 0
+    assert p.placeholders == (name(2), name(3))
+
+
+def test_an_unknown_shape_makes_no_placeholder() -> None:
+    v = _with(view(0, "", 0), shape=NodeShape())
+    assert decide.plan(v, timers(v), NOW).placeholders == ()
+
+
+def test_a_placeholder_below_the_replicas_is_a_pod_starting() -> None:
+    """One the autoscaler did not take over (someone else scaled): reconcile-node replaces it; it counts as
+    starting, so nothing more is started for the demand it will serve."""
+    v = _with(view(1, "", 1), future=(0,))
+    p = decide.plan(v, timers(v, starting={0: 0.0}), NOW)
+    assert p.of(Kind.SCALE_OUT) is None and p.take_over == ()

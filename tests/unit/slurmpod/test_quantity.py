@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
+from slurmpod import quantity
 from slurmpod.errors import BadInput
-from slurmpod_host.cluster import quantity
 
 
 @pytest.mark.parametrize(

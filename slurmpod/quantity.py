@@ -1,4 +1,5 @@
-"""Kubernetes resource quantities ("500m", "1Gi", "1e3") and the downward API's rounding.
+"""Kubernetes resource quantities ("500m", "1Gi", "1e3") and the downward API's rounding: the emulator gives
+pods what kubelet would, and the cluster spec reads a nodeset's container limits with the same rules.
 
 Ref: https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/
 """
