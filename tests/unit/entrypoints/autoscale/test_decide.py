@@ -232,7 +232,7 @@ def _with(v: NodeSetView, shape: NodeShape = SHAPE, future: tuple[int, ...] = ()
     ],
     ids=["new-at-zero", "already-there", "scale-out-takes-over", "gap-filled", "only-started-ones"],
 )
-def test_placeholders_and_take_overs(replicas: int, words: str, future: tuple[int, ...], demand: int,
+def test_placeholders_and_take_overs(replicas: int, words: str, future: tuple[int, ...], demand: int, *,
                                      take_over: tuple[int, ...], made: tuple[int, ...]) -> None:
     v = _with(view(replicas, words, demand), future=future)
     p = decide.plan(v, timers(v), NOW)
