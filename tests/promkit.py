@@ -15,7 +15,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -75,13 +75,16 @@ class Prometheus:
 
 
 @contextmanager
-def running(targets: Sequence[str], job: str = "slurmpod") -> Iterator[Prometheus]:
-    """Prometheus scraping ``targets`` (host:port) under job ``job``; stopped and its data removed after."""
+def running(targets: Sequence[str], job: str = "slurmpod",
+            labels: Mapping[str, str] | None = None) -> Iterator[Prometheus]:
+    """Prometheus scraping ``targets`` (host:port) under job ``job``, each series carrying ``labels`` too (as a
+    ServiceMonitor's namespace and service labels would); stopped and its data removed after."""
     if shutil.which(BINARY) is None:
         raise AssertionError("prometheus is not installed: scripts/bootstrap-host.sh installs Debian's package")
     work = Path(tempfile.mkdtemp(prefix="slurmpod-prometheus-"))
     config = {"global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s", "scrape_timeout": f"{SCRAPE_INTERVAL_S}s"},
-              "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(targets)}]}]}
+              "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(targets),
+                                                                       "labels": dict(labels or {})}]}]}
     (work / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     port = _free_port()
     log = work / "prometheus.log"

@@ -24,8 +24,8 @@ from slurmpod_host.kube import release
 from slurmpod_host.kube.layout import Layout
 
 ORDER = ("test_pods_ready.py", "test_jobs.py", "test_downward_api.py", "test_probes.py", "test_topology_api.py",
-         "test_policy_configmap.py", "test_bad_values.py", "test_delete_pod.py", "test_k8s_sync.py",
-         "test_k8s_remediation.py", "test_upgrade.py", "test_teardown.py")
+         "test_policy_configmap.py", "test_autoscale.py", "test_bad_values.py", "test_delete_pod.py",
+         "test_k8s_sync.py", "test_k8s_remediation.py", "test_upgrade.py", "test_teardown.py")
 UP_TIMEOUT_S = 900  # a cold control-plane build is 6-8 min on 2 cores; a cached one is about 20 s
 
 

@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from slurmpod import well_known as wk
@@ -36,8 +37,14 @@ SESSION_VALUES = [f"--set=k8sSync.intervalSeconds={K8S_SYNC_INTERVAL_S}",
                   "--set=k8sSync.remediation.restartPod=true", "--set=k8sSync.remediation.replaceNode=true"]
 
 
+# The autoscaled nodeset `burst` (test_autoscale.py): its values file, and the exporter polling often.
+BURST_VALUES = Path(__file__).resolve().parent / "burst-values.yaml"
+METRICS_POLL_S = 5
+
+
 def session_values(flavor: str) -> list[str]:
-    return [*release.flavor_values(flavor), *SESSION_VALUES]
+    return [*release.flavor_values(flavor), *SESSION_VALUES, f"--values={BURST_VALUES}",
+            f"--set=nodesets.burst.slurmd.image.tag={flavor}", f"--set=metrics.pollSeconds={METRICS_POLL_S}"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,150 @@
+"""A nodeset that follows the queue on a real API server: `burst` (tests/k8s/burst-values.yaml) starts at
+zero replicas with its placeholders, grows when jobs wait for it, runs them, and goes back to zero once
+idle, without killing a job on the way; a real Prometheus scrapes the exporter and runs the query the
+chart's KEDA ScaledObject would send.
+
+Every wait is bounded by the worst case it waits out: the autoscaler's pass (AUTOSCALE_INTERVAL_S), the
+exporter's poll (METRICS_POLL_S) plus two scrapes, a pod's start to IDLE on this 2-core node
+(POD_START_S), the nodeset's idleSeconds, and a worker's preStop and grace period.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from kubekit import BURST_VALUES, METRICS_POLL_S, NAMESPACE, RELEASE, Kube, note, session_values
+from promkit import SCRAPE_INTERVAL_S, Prometheus, running, wait_targets_up
+from waiting import wait_for
+
+from slurmpod import reasons
+from slurmpod import well_known as wk
+from slurmpod_host.kube import release
+
+BURST = "burst"
+STS = f"{RELEASE}-worker-{BURST}"
+SETTINGS = yaml.safe_load(BURST_VALUES.read_text(encoding="utf-8"))["nodesets"][BURST]["autoscaling"]
+MAX, IDLE_S = SETTINGS["maxReplicas"], SETTINGS["idleSeconds"]
+GRACE_S = yaml.safe_load(BURST_VALUES.read_text(encoding="utf-8"))["nodesets"][BURST]["terminationGracePeriodSeconds"]
+AUTOSCALE_INTERVAL_S = 15  # `slurmpod daemon autoscale --interval`'s default
+POD_START_S = 90  # pod scheduled, image present, slurmd registered and IDLE on a loaded 2-core node
+METRIC_S = METRICS_POLL_S + 2 * SCRAPE_INTERVAL_S + 5
+JOB_S = 10  # each job's own run time
+
+
+def _replicas(kube: Kube) -> int:
+    return int(kube.get("statefulset", STS)["spec"].get("replicas") or 0)
+
+
+def _future(kube: Kube) -> set[str]:
+    done = kube.exec(kube.controller, "scontrol", "--future", "show", "nodes", "--json", timeout=30)
+    assert done.returncode == 0, done.stderr
+    return {n["name"] for n in json.loads(done.stdout)["nodes"]
+            if n["name"].startswith(f"{STS}-") and "FUTURE" in n.get("state", [])}
+
+
+def _jobs(kube: Kube, ids: list[int]) -> dict[int, dict[str, Any]]:
+    return {i: kube.job(i) for i in ids}
+
+
+def _keda_query(kube: Kube) -> str:
+    """The query the chart's ScaledObject sends for `burst` in keda mode, rendered from the session's values."""
+    done = release.helm(kube.layout, kube.chart, "template", RELEASE, str(kube.chart.path), "-n", NAMESPACE,
+                        *session_values(kube.flavor), f"--set=nodesets.{BURST}.autoscaling.mode=keda",
+                        "--set=metrics.prometheusAddress=http://prometheus.monitoring:9090")
+    assert done.returncode == 0, done.stderr
+    (scaled,) = [d for d in yaml.safe_load_all(done.stdout) if d and d["kind"] == "ScaledObject"]
+    return str(scaled["spec"]["triggers"][0]["metadata"]["query"])
+
+
+@pytest.fixture(scope="module")
+def prometheus(kube: Kube) -> Iterator[Prometheus]:
+    """Prometheus scraping the controller pod's exporter, its series labelled as a ServiceMonitor labels them."""
+    ip = kube.get("pod", kube.controller)["status"]["podIP"]
+    labels = {"namespace": NAMESPACE, "service": f"{RELEASE}-metrics"}
+    with running([f"{ip}:{wk.EXPORTER_PORT}"], labels=labels) as prom:
+        wait_targets_up(prom, METRIC_S)
+        yield prom
+
+
+def test_a_submission_for_an_empty_nodeset_is_accepted_and_waits(kube: Kube) -> None:
+    """With burst at zero, a job wider than its pods could ever be is refused by Slurm (more nodes than
+    maxReplicas), and one that fits is accepted: the placeholders make Slurm know the nodeset's size."""
+    assert _replicas(kube) == 0
+    refused = kube.as_researcher(f"sbatch --parsable --hold -p {BURST} -N{MAX + 1} -t 5 -o /dev/null --wrap true")
+    assert refused.returncode != 0, refused.stdout
+    accepted = kube.as_researcher(f"sbatch --parsable --hold -p {BURST} -N{MAX} -t 5 -o /dev/null --wrap true")
+    assert accepted.returncode == 0, accepted.stderr
+    job = int(accepted.stdout.strip().split(";")[0])
+    assert kube.job(job)["job_state"] == ["PENDING"]
+    cancelled = kube.exec(kube.controller, "scancel", str(job))
+    assert cancelled.returncode == 0, cancelled.stderr
+
+
+def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_without_killing_one(
+        kube: Kube, prometheus: Prometheus) -> None:
+    query = _keda_query(kube)
+    # At rest: no pod, a placeholder per ordinal, and the query (demand + busy nodes) says zero.
+    assert _replicas(kube) == 0
+    wait_for("a placeholder per ordinal", lambda: True if _future(kube) == {f"{STS}-{i}" for i in range(MAX)}
+             else None, 2 * AUTOSCALE_INTERVAL_S)
+    prometheus.wait_value("nothing wanted", query, 0, METRIC_S)
+
+    # Three jobs for burst: accepted though it has no pod (the placeholders), and they wait.
+    jobs = [kube.submit(f"sleep {JOB_S}", "-p", BURST, "-N1", "-t", "5", "-o", "/dev/null") for _ in range(3)]
+    seen = prometheus.wait_value("the jobs' demand through the ScaledObject's query", query, 3, METRIC_S)
+    note(f"demand of 3 in Prometheus after {seen:.1f}s")
+
+    # Scale-out to maxReplicas; the pods register (taking their ordinals over from the placeholders).
+    _, out_s = wait_for(f"{STS} at {MAX} replicas", lambda: True if _replicas(kube) == MAX else None,
+                        AUTOSCALE_INTERVAL_S * 2 + 5)
+    note(f"scaled out to {MAX} in {out_s:.1f}s")
+
+    def finished() -> dict[int, dict[str, Any]] | None:
+        states = _jobs(kube, jobs)
+        return states if all("COMPLETED" in s["job_state"] or "FAILED" in s["job_state"] or
+                             "CANCELLED" in s["job_state"] for s in states.values()) else None
+    states, run_s = wait_for("the three jobs ended", finished, POD_START_S + 2 * (JOB_S + AUTOSCALE_INTERVAL_S))
+    note(f"three jobs done {run_s:.1f}s after the scale-out")
+    for job_id, s in states.items():
+        assert s["job_state"] == ["COMPLETED"] and s["restart_cnt"] == 0, (job_id, s["job_state"], s["restart_cnt"])
+        assert s["nodes"].startswith(f"{STS}-"), s["nodes"]
+
+    # Idle past idleSeconds: the highest ordinal is drained with the autoscaler's reason.
+    top = f"{STS}-{MAX - 1}"
+    _, drain_s = wait_for(f"{top} drained for scale-in",
+                          lambda: True if kube.slurm_node(top)[1] == reasons.AUTOSCALE_SCALE_IN else None,
+                          IDLE_S + 3 * AUTOSCALE_INTERVAL_S)
+    note(f"{top} drained for scale-in {drain_s:.1f}s after the jobs")
+    # A job submitted once the scale-in has begun: it must run, whatever the autoscaler is doing.
+    late = kube.submit(f"sleep {JOB_S}", "-p", BURST, "-N1", "-t", "5", "-o", "/dev/null")
+    def late_ended() -> dict[str, Any] | None:
+        s = kube.job(late)
+        return s if any(x in s["job_state"] for x in ("COMPLETED", "FAILED", "CANCELLED")) else None
+    late_state, _ = wait_for("the late job ended", late_ended, 3 * AUTOSCALE_INTERVAL_S + POD_START_S + JOB_S)
+    assert late_state["job_state"] == ["COMPLETED"] and late_state["restart_cnt"] == 0, late_state["job_state"]
+    for job_id, s in _jobs(kube, jobs).items():  # nothing that ran was requeued meanwhile
+        assert s["restart_cnt"] == 0, (job_id, s["restart_cnt"])
+
+    # Back to zero, and the placeholders back once the pods' records are gone.
+    _, zero_s = wait_for(f"{STS} back at 0", lambda: True if _replicas(kube) == 0 else None,
+                         IDLE_S + 4 * AUTOSCALE_INTERVAL_S + JOB_S)
+    note(f"back to 0 replicas {zero_s:.1f}s after the late job")
+    wait_for(f"{STS}'s pods gone", lambda: True if not kube.get(
+        "pods", "-l", f"{wk.LABEL_NODESET}={BURST}")["items"] else None, GRACE_S + 30)
+    wait_for("the placeholders back", lambda: True if _future(kube) == {f"{STS}-{i}" for i in range(MAX)}
+             else None, 2 * AUTOSCALE_INTERVAL_S + 10)
+
+    # Every decision was counted, and Prometheus has the counts.
+    for action in ("scale_out", "drain", "scale_in"):
+        expr = f'sum(slurmpod_autoscale_decisions_total{{nodeset="{BURST}",action="{action}"}})'
+        got, _ = wait_for(f"{action} counted", lambda e=expr: v if (v := prometheus.value(e)) else None, METRIC_S)
+        assert got >= 1, (action, got)
+    prometheus.wait_value("nothing wanted again", query, 0, METRIC_S)
+    # ... and logged, one line each with the nodeset, the action and why.
+    logs = kube.kubectl("-n", NAMESPACE, "logs", kube.controller, "-c", "slurmctld", timeout=60).stdout
+    for action in ("scale_out", "drain", "scale_in"):
+        assert any(f"nodeset={BURST}" in line and f"action={action}" in line for line in logs.splitlines()), action
