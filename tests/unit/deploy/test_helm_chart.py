@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import helmkit
 import kubernetes_validate
 import paths
 import pytest
@@ -26,10 +27,10 @@ from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster import manifests, podspec
 
 ROOT = paths.REPO
-CHART = ROOT / "deploy" / "helm" / "slurmpod"
+CHART = helmkit.CHART
 RENDERED = ROOT / "deploy" / "kubernetes" / "slurmpod.yaml"
 RENDERED_ACCOUNTING = ROOT / "deploy" / "kubernetes" / "accounting" / "slurmpod.yaml"
-HELM = ROOT / ".tools" / "bin" / "helm"
+HELM = helmkit.HELM
 KUBECTL = ROOT / ".tools" / "bin" / "kubectl"
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest schema shipped.
 K8S_VERSIONS = ["1.30.0", kubernetes_validate.utils.latest_version()]
@@ -73,15 +74,7 @@ VARIANTS: dict[str, list[str]] = {
 }
 
 
-def _helm(*args: str) -> subprocess.CompletedProcess[str]:
-    assert HELM.is_file(), f"{HELM} missing: run scripts/bootstrap-host.sh"
-    return subprocess.run([str(HELM), *args], capture_output=True, text=True, timeout=60, check=False)
-
-
-def _template(*args: str) -> list[dict[str, Any]]:
-    done = _helm("template", "slurmpod", str(CHART), "--namespace", "slurmpod", *args)
-    assert done.returncode == 0, done.stderr
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
+_helm, _template = helmkit.helm, helmkit.template
 
 
 RENDERS = {name: _template(*args) for name, args in VARIANTS.items()}

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from typing import Any
 
+import helmkit
 import kubernetes_validate
 import paths
 import pytest
 import yaml
 
 ROOT = paths.REPO
-CHART = ROOT / "deploy" / "helm" / "slurmpod"
+CHART = helmkit.CHART
 DASHBOARD = CHART / "dashboards" / "slurmpod.json"
-HELM = ROOT / ".tools" / "bin" / "helm"
+HELM = helmkit.HELM
 K8S_VERSIONS = ["1.30.0", kubernetes_validate.utils.latest_version()]
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 
@@ -72,15 +72,7 @@ ENDPOINT = {"port", "targetPort", "path", "scheme", "params", "interval", "scrap
             "honorTimestamps", "relabelings", "metricRelabelings", "tlsConfig", "authorization", "followRedirects"}
 
 
-def _helm(*args: str) -> subprocess.CompletedProcess[str]:
-    assert HELM.is_file(), f"{HELM} missing: run scripts/bootstrap-host.sh"
-    return subprocess.run([str(HELM), *args], capture_output=True, text=True, timeout=60, check=False)
-
-
-def _template(*args: str) -> list[dict[str, Any]]:
-    done = _helm("template", "slurmpod", str(CHART), "--namespace", "slurmpod", *args)
-    assert done.returncode == 0, done.stderr
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
+_helm, _template = helmkit.helm, helmkit.template
 
 
 def _find(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
