@@ -94,8 +94,8 @@ def read(path: Path, role: str, binary: Path) -> SssdConf | None:
     if not os.path.lexists(path):  # a dangling link is a broken mount, not "no Secret": refused below
         return None
     if not binary.is_file():
-        raise BadInput.one(FIELD, str(path), f"this image has no SSSD ({binary}: the 26.05 images are built "
-                           "from Debian forky, which has none); use the 24.11 images or turn sssd.enabled off")
+        raise BadInput.one(FIELD, str(path), f"this image has no SSSD ({binary}); run slurmpod's images, "
+                           "which carry it, or turn sssd.enabled off")
     st = secrets.secret_file_stat(path, FIELD)
     if st.st_uid != 0:
         raise BadInput.one(f"{FIELD} owner", st.st_uid, "must be root (uid 0): sssd refuses another owner")

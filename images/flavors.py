@@ -34,10 +34,15 @@ BASE_PACKAGES: tuple[str, ...] = (
     # and it brings slurm-wlm-basic-plugins + libslurm, shared by all roles from one layer.
     "slurm-client",
 )
-# SSSD for users from the site's directory (started only where an sssd.conf is mounted), in base where the
-# suite has it: the LDAP provider (Active Directory through it, ldap_schema = ad), NSS's sss module (added
-# to nsswitch.conf by its package), and sss_ssh_authorizedkeys (sssd-common). Ref: sssd-ldap(5)
+# SSSD for users from the site's directory (started only where an sssd.conf is mounted), in base: the LDAP
+# provider (Active Directory through it, ldap_schema = ad), NSS's sss module (added to nsswitch.conf by its
+# package), and sss_ssh_authorizedkeys (sssd-common). Ref: sssd-ldap(5)
 SSSD_PACKAGES: tuple[str, ...] = ("sssd-ldap", "libnss-sss")
+# Debian's source package of SSSD_PACKAGES and of what they pin to their own version (sssd-common,
+# libsss-*, python3-sss, ...). Where a flavor's sssd_suite is not its own suite, apt may take from that
+# suite's main section the binaries of this source package and nothing else (base.Dockerfile).
+# Ref: apt_preferences(5), "src:" in the Package field
+SSSD_SOURCE_PACKAGE = "sssd"
 
 # What the controller image installs only to compile job_submit_slurmpod.so and removes in the same layer:
 # Slurm's headers (libslurm-dev), Python's (python3-dev, which brings libpython3.X: kept), a C compiler,
@@ -93,10 +98,13 @@ class Flavor:
     nvml_plugin_suite: str
     """Debian suite whose contrib section has `slurm-wlm-nvml-plugin` (gpu/nvml, for gres.conf
     AutoDetect=nvml) at this flavor's exact Slurm version: forky's contrib lacks it, sid's has 26.05.5-1."""
+    sssd_suite: str
+    """Debian suite SSSD_PACKAGES come from. trixie: its own (2.10.1). forky has no sssd package (checked
+    2026-12-03), so the 26.05 flavor takes sid's: sssd 2.13.1-3 there depends only on library versions forky
+    has (samba 4.25.1, libldb2, python3 3.14), so exactly the 9 binaries of the `sssd` source package come
+    from sid and its 32 dependencies from forky, nothing upgraded (libc6, Slurm's libraries unchanged).
+    trixie's 2.10.1 cannot go into forky: its python3-sss needs python3 << 3.14."""
     mpi_pmix: bool = False
-    has_sssd: bool = False
-    """Whether the suite ships SSSD (SSSD_PACKAGES): trixie does; forky does not (checked 2026-12-03: no
-    sssd package in forky; sid's 2.13.1 would pull about a hundred packages from unstable)."""
     """Whether Debian's Slurm of this suite has mpi/pmix (`mpi_pmix.so` in slurm-wlm-basic-plugins): trixie's
     24.11.5 does (with libpmix2t64 5.0.7); forky's and sid's 26.05.5-1 are built without it (checked 2026-12-01:
     no package of either ships mpi_pmix*.so). Only then do worker and login carry OpenMPI."""
@@ -137,7 +145,7 @@ class Flavor:
         if role == "restapi":
             return ("slurmrestd", *(("sackd",) if self.has_sackd else ()), JWT_PLUGIN_PACKAGE)
         if role == BASE:
-            return (*BASE_PACKAGES, *(SSSD_PACKAGES if self.has_sssd else ()))
+            return (*BASE_PACKAGES, *SSSD_PACKAGES)
         raise BadInput.one("role", role, f"expected one of {', '.join(ALL_IMAGES)}")
 
 
@@ -150,8 +158,8 @@ FLAVORS: dict[str, Flavor] = {
         apt_check_valid_until=True,
         has_sackd=True,
         nvml_plugin_suite="trixie",
+        sssd_suite="trixie",
         mpi_pmix=True,
-        has_sssd=True,
     ),
     "26.05": Flavor(
         name="26.05",
@@ -161,6 +169,7 @@ FLAVORS: dict[str, Flavor] = {
         apt_check_valid_until=False,
         has_sackd=True,
         nvml_plugin_suite="sid",
+        sssd_suite="sid",
     ),
 }
 DEFAULT_FLAVOR = "24.11"

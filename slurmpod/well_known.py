@@ -86,7 +86,7 @@ SSH_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key"  # where sshd reads it (Debian's 
 # Ref: sssd.conf(5), FILE FORMAT
 SSSD_CONF_SECRET = "/run/secrets/slurmpod/sssd/sssd.conf"
 SSSD_CONF = "/etc/sssd/sssd.conf"
-SSSD_BINARY = "/usr/sbin/sssd"  # absent from images whose Debian suite has no SSSD (forky: the 26.05 flavor)
+SSSD_BINARY = "/usr/sbin/sssd"  # in every slurmpod image (images/flavors.py sssd_suite); pod start checks it
 SSSD_CA_DIR = "/etc/slurmpod/ldap-ca"
 SSSD_NSS_PIPE = "/var/lib/sss/pipes/nss"  # the nss responder's socket: users resolve once it is there
 ENV_SSSD_MKHOMEDIR = "SLURMPOD_SSSD_MKHOMEDIR"  # "true": pam_mkhomedir makes a home on first ssh login

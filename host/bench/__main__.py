@@ -92,11 +92,8 @@ def main(argv: list[str] | None = None) -> int:
                 startup.start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
                 startup.prestop(report, client, BENCH_CLUSTER, controller=cluster.controller, login=cluster.login,
                                 workers=list(cluster.workers))
-                if get_flavor(flavor).has_sssd:
-                    startup.sssd_start_to_idle(report, client, BENCH_CLUSTER, controller=cluster.controller,
-                                               login=cluster.login, trials=args.trials)
-                else:
-                    report.notes.append(f"SSSD start figures: none on {flavor}, whose images carry no SSSD")
+                startup.sssd_start_to_idle(report, client, BENCH_CLUSTER, controller=cluster.controller,
+                                           login=cluster.login, trials=args.trials)
             if "health" in parts:
                 health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller,
                                        login=cluster.login, worker=cluster.workers[0],

@@ -54,12 +54,28 @@ RUN groupadd --gid "$SLURM_UID" slurm; \
 
 # 3. Packages every role needs. munge's postinst creates /etc/munge/munge.key: it is deleted in
 #    this same RUN so no layer ever holds a key (pods install theirs from a Secret).
-#    SSSD (users from the site's directory, docs/directory.md) is among them where the suite has it;
-#    its PAM profiles are turned off again at once and the stacks are checked unchanged: SSSD serves
+#    SSSD (users from the site's directory, docs/directory.md) is among them, from SSSD_SUITE. Where
+#    that is not SUITE (flavor option, forky: sid), this RUN alone sees that suite's main section, from
+#    the image's own mirror, pinned so apt takes from it the binaries of SSSD_SOURCE (Debian's `sssd`
+#    source package) where SUITE has none, and nothing else: a dependency SUITE cannot satisfy fails
+#    the build instead of pulling more from that suite. Later layers see SUITE only.
+#    Ref: apt_preferences(5)
+#    SSSD's PAM profiles are turned off again at once and the stacks are checked unchanged: SSSD serves
 #    users through NSS only, so sshd's account stack (pam_slurm_adopt last) stays as it was.
 #    Ref: pam-auth-update(8)
 ARG APT_PACKAGES
+ARG SSSD_SUITE
+ARG SSSD_SOURCE
 RUN cp -a /etc/pam.d /tmp/pam.d.before; \
+    if [ "$SSSD_SUITE" != "$SUITE" ]; then \
+        url=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
+              | awk '$1 == "deb" { print $2; exit } $1 == "URIs:" { print $2; exit }'); \
+        test -n "$url"; \
+        echo "deb $url $SSSD_SUITE main" > /etc/apt/sources.list.d/slurmpod-sssd.list; \
+        printf '%s\n' "Package: src:$SSSD_SOURCE" "Pin: release n=$SSSD_SUITE,c=main" 'Pin-Priority: 100' '' \
+            'Package: *' "Pin: release n=$SSSD_SUITE,c=main" 'Pin-Priority: -1' \
+            > /etc/apt/preferences.d/slurmpod-sssd; \
+    fi; \
     apt-get update; \
     apt-get install -y --no-install-recommends $APT_PACKAGES; \
     for profile in sss pwquality; do \
@@ -67,7 +83,7 @@ RUN cp -a /etc/pam.d /tmp/pam.d.before; \
     done; \
     diff -r -x sssd-shadowutils /tmp/pam.d.before /etc/pam.d; \
     rm -rf /tmp/pam.d.before; \
-    rm -f /etc/munge/munge.key; \
+    rm -f /etc/munge/munge.key /etc/apt/sources.list.d/slurmpod-sssd.list /etc/apt/preferences.d/slurmpod-sssd; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
 

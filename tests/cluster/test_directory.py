@@ -126,9 +126,6 @@ def _directory_manifests(out: Path, flavor: flavors.Flavor, keys: Path) -> Path:
 @pytest.fixture(scope="module")
 def directory(docker_client: Any, flavor: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Directory]:
     flav = flavors.get(flavor)
-    if not flav.has_sssd:
-        pytest.skip(f"Debian {flav.suite} has no SSSD package, so the {flavor} images carry none; "
-                    "tests/image/test_image_directory.py checks their pods refuse an sssd.conf")
     keys = slapdkit.make_keys(tmp_path_factory.mktemp("keys"))
     slapdkit.build_image(docker_client, flav)
     manifests = _directory_manifests(tmp_path_factory.mktemp("manifests"), flav, keys)
@@ -169,6 +166,7 @@ def test_alice_and_bob_are_the_same_uid_and_groups_on_every_pod(directory: Direc
         assert (_id(directory, pod, "alice"), _id(directory, pod, "bob")) == (ALICE_ID, BOB_ID), pod
 
 
+@pytest.mark.smoke  # each flavor's SSSD (26.05: sid's) serves sshd's AuthorizedKeysCommand
 def test_alice_sshs_in_through_the_login_service_with_the_key_in_ldap(directory: Directory) -> None:
     out = _as(directory, "alice", "id -u; id -Gn | tr ' ' '\\n' | sort | xargs; hostname; stat -c '%U %a' $HOME")
     assert out.split("\n")[:4] == ["5001", "alice inference ml", directory.s.cluster.login, "alice 700"], out
@@ -194,6 +192,7 @@ def test_no_user_reads_the_sites_sssd_conf_or_sssds_cache(directory: Directory) 
     assert installed.stdout.strip() == "root 600", installed.stdout
 
 
+@pytest.mark.smoke  # slurmd and slurmstepd of each Slurm release resolve the user through SSSD
 def test_alices_batch_and_srun_tasks_run_as_her_on_both_workers_and_her_files_are_hers(
         directory: Directory) -> None:
     task = "echo $(hostname) $(id -u) $(id -g) $(id -Gn | tr ' ' '\\n' | sort | xargs)"
@@ -220,6 +219,7 @@ def test_alices_batch_and_srun_tasks_run_as_her_on_both_workers_and_her_files_ar
     assert directory.ssh("bob", "cat /home/alice/dir-test/batch.out").returncode != 0
 
 
+@pytest.mark.smoke  # the plugin, built per Slurm version, reads directory groups on the controller
 def test_the_inference_group_opens_its_tier_to_alice_and_not_to_bob(directory: Directory) -> None:
     policy = PolicyVolume(directory.s, NAME)
     policy.publish({"policy.yaml": BY_GROUP})
@@ -277,6 +277,7 @@ def test_a_user_added_to_slapd_appears_on_every_pod_once_the_cache_expires(direc
         assert _id(directory, pod, "carol").startswith("uid=5003(carol) gid=5001(alice)"), pod
 
 
+@pytest.mark.smoke  # each flavor's SSSD has its own cache and offline behaviour
 def test_with_slapd_stopped_cached_users_keep_working_and_a_worker_pod_still_starts(
         directory: Directory) -> None:
     for pod in directory.pods:

@@ -12,7 +12,14 @@ from slurmpod import well_known as wk
 from slurmpod.well_known import EPILOG_BIN, HEALTHCHECK_BIN, HOOK_FALLBACK_DIR, PROLOG_BIN, TASK_PROLOG_BIN
 from slurmpod_host.images import flavors
 from slurmpod_host.images.engine import ImageInfo
-from slurmpod_host.images.flavors import HOOK_BUILD_PACKAGES, MPI_BUILD_PACKAGES, MPI_PACKAGES, MPI_STUBS, Flavor
+from slurmpod_host.images.flavors import (
+    HOOK_BUILD_PACKAGES,
+    MPI_BUILD_PACKAGES,
+    MPI_PACKAGES,
+    MPI_STUBS,
+    SSSD_SOURCE_PACKAGE,
+    Flavor,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.image]
 
@@ -28,6 +35,14 @@ DAEMONS = {"controller": ["/usr/sbin/slurmctld"], "worker": ["/usr/sbin/slurmd",
            "accounting": ["/usr/sbin/slurmdbd", "/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db",
                           "/usr/bin/mariadb-admin"],
            "restapi": ["/usr/sbin/slurmrestd", "/usr/sbin/sackd"]}
+# What images/dockerfiles/base.Dockerfile writes, for its SSSD install alone, where SSSD comes from another
+# suite than the flavor's.
+SSSD_PREFERENCES = "/etc/apt/preferences.d/slurmpod-sssd"
+SSSD_SOURCES = "/etc/apt/sources.list.d/slurmpod-sssd.list"
+# Binaries of Debian's sssd source package that sssd-ldap and libnss-sss bring (checked 2026-12-03 in trixie's
+# 2.10.1 and sid's 2.13.1: the same nine).
+SSSD_BINARIES = {"sssd-ldap", "sssd-common", "sssd-krb5-common", "libnss-sss", "libpam-sss", "libsss-certmap0",
+                 "libsss-idmap0", "libsss-nss-idmap0", "python3-sss"}
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -153,20 +168,15 @@ def test_worker_sshd_account_stack_ends_with_pam_slurm_adopt(hosts: dict[str, An
 
 
 @pytest.mark.parametrize("name", ["login", "worker", "controller", "restapi"])
-def test_sssd_serves_users_through_nss_only_and_sshds_stack_is_unchanged(name: str, hosts: dict[str, Any],
-                                                                        flavor: Flavor) -> None:
-    """SSSD is installed (where the suite has it) but off until an sssd.conf is mounted: NSS asks it after
-    the local files, no PAM stack has pam_sss (sshd authenticates keys; pam_unix's account check takes NSS
-    users), and sshd's session stack ends with the include pod start fills when homes are to be made."""
+def test_sssd_serves_users_through_nss_only_and_sshds_stack_is_unchanged(name: str, hosts: dict[str, Any]) -> None:
+    """SSSD is installed but off until an sssd.conf is mounted: NSS asks it after the local files, no PAM
+    stack has pam_sss (sshd authenticates keys; pam_unix's account check takes NSS users), and sshd's
+    session stack ends with the include pod start fills when homes are to be made."""
     host = hosts[name]
     if name in ("login", "worker"):
         assert host.file("/etc/pam.d/sshd").content_string.splitlines()[-1 if name == "login" else -2] == \
             "@include slurmpod-mkhomedir"
         assert _pam_stack(host, "slurmpod-mkhomedir") == []  # shipped empty
-    if not flavor.has_sssd:
-        passwd = [x for x in host.file("/etc/nsswitch.conf").content_string.splitlines() if x.startswith("passwd:")]
-        assert passwd[0].split()[1:] == ["files"] and not host.file(wk.SSSD_BINARY).exists
-        return
     for db in ("passwd", "group"):
         (line,) = [x for x in host.file("/etc/nsswitch.conf").content_string.splitlines() if x.startswith(f"{db}:")]
         assert line.split()[1:] == ["files", "sss"], line
@@ -174,6 +184,23 @@ def test_sssd_serves_users_through_nss_only_and_sshds_stack_is_unchanged(name: s
     assert not host.file(wk.SSSD_CONF).exists
     for service in ("common-auth", "common-account", "common-session", "common-password"):
         assert not [x for x in _pam_stack(host, service) if "pam_sss" in x or "pam_pwquality" in x], service
+
+
+def test_sssd_is_one_build_of_debians_sssd_and_loads_with_what_the_image_has(hosts: dict[str, Any]) -> None:
+    """The nine binaries of Debian's sssd source package (on 26.05 from sid, pinned to them alone), one version;
+    every library sssd and its plugins load is in the image, and no later layer's apt sees another suite."""
+    host = hosts["base"]
+    listed = host.run("dpkg-query -W -f '${source:Package} ${Package} ${Version}\\n'")
+    assert listed.rc == 0, listed.stderr
+    built = {tuple(line.split()[1:]) for line in listed.stdout.splitlines() if line.split()[0] == SSSD_SOURCE_PACKAGE}
+    assert {name for name, _ in built} == SSSD_BINARIES, built
+    assert len({version for _, version in built}) == 1, built
+    loads = host.run("for f in /usr/sbin/sssd /usr/libexec/sssd/* /usr/lib/x86_64-linux-gnu/sssd/*.so "
+                     "/usr/lib/x86_64-linux-gnu/sssd/modules/*.so /usr/lib/x86_64-linux-gnu/libnss_sss.so.2 "
+                     "/usr/bin/sss_ssh_authorizedkeys; do ldd $f 2>/dev/null | grep 'not found'; done")
+    assert loads.stdout == "", loads.stdout
+    assert host.run(f"{wk.SSSD_BINARY} --version").rc == 0
+    assert not host.file(SSSD_PREFERENCES).exists and not host.file(SSSD_SOURCES).exists
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,6 +152,43 @@ def test_valid_until_option_is_written_to_apt_conf_d() -> None:
     run = dockerfile("base")[index(dockerfile("base"), "RUN", "Check-Valid-Until")]
     assert 'if [ "$APT_CHECK_VALID_UNTIL" = false ]' in run.args
     assert "/etc/apt/apt.conf.d/" in run.args
+
+
+def _sssd_suite_snippet(run: Instr, root: Path) -> str:
+    """The shell of base's package RUN that adds SSSD's suite, with /etc/apt/ moved under ``root``."""
+    start = run.args.index('if [ "$SSSD_SUITE" != "$SUITE" ]')
+    return run.args[start:run.args.index(" fi;", start) + 3].replace("/etc/apt/", f"{root}/etc/apt/")
+
+
+@pytest.mark.parametrize(("flavor", "written"), [("24.11", False), ("26.05", True)], ids=["trixie-own", "forky-sid"])
+def test_sssd_comes_from_its_suite_with_that_suites_other_packages_pinned_out(flavor: str, written: bool,
+                                                                              tmp_path: Path) -> None:
+    """forky has no sssd: its install alone sees sid's main section, where apt may take the binaries of Debian's
+    sssd source package (priority 100: forky's own once it has them) and nothing else (-1: never)."""
+    base = dockerfile("base")
+    run = base[index(base, "RUN", "--no-install-recommends $APT_PACKAGES")]
+    settings = build.BuildSettings(flavor=flavors.get(flavor), images=(), repo=Path("."), build_dir=Path("b"),
+                                   log_file=Path("l"))
+    args = build.build_args(settings, "base", "unused")
+    assert (args["SSSD_SUITE"], args["SSSD_SOURCE"]) == ({"24.11": "trixie", "26.05": "sid"}[flavor], "sssd")
+    apt = tmp_path / "etc" / "apt"
+    for d in ("sources.list.d", "preferences.d"):
+        (apt / d).mkdir(parents=True)
+    (apt / "sources.list").write_text(f"deb http://mirror.example/debian {args['SUITE']} main\n")
+    env = {"PATH": "/usr/bin:/bin", **{k: args[k] for k in ("SUITE", "SSSD_SUITE", "SSSD_SOURCE")}}
+    done = subprocess.run(["sh", "-eu", "-c", _sssd_suite_snippet(run, tmp_path)], env=env, capture_output=True,
+                          text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    sources, prefs = apt / "sources.list.d" / "slurmpod-sssd.list", apt / "preferences.d" / "slurmpod-sssd"
+    assert sources.exists() is prefs.exists() is written
+    if written:
+        assert sources.read_text() == "deb http://mirror.example/debian sid main\n"
+        assert prefs.read_text().split("\n\n") == [
+            "Package: src:sssd\nPin: release n=sid,c=main\nPin-Priority: 100",
+            "Package: *\nPin: release n=sid,c=main\nPin-Priority: -1\n"]
+    # gone again in the same layer: later layers' apt sees the flavor's suite only
+    assert run.args.index("apt-get install") < run.args.index(
+        "/etc/apt/sources.list.d/slurmpod-sssd.list /etc/apt/preferences.d/slurmpod-sssd;")
 
 
 def test_venv_path_is_the_well_known_one() -> None:

@@ -36,7 +36,7 @@ def test_role_packages(name: str) -> None:
     assert {"slurm-client", "openssh-server", "openssh-client"} <= set(login)  # users ssh to their jobs
     assert ("sackd" in login) is f.has_sackd
     base = f.role_packages("base")
-    assert {"munge", "python3", "bash", "procps", "iproute2", "slurm-client"} <= set(base)
+    assert {"munge", "python3", "bash", "procps", "iproute2", "slurm-client", "sssd-ldap", "libnss-sss"} <= set(base)
     # No GPU libraries anywhere: the NVIDIA container toolkit mounts the host's (gpu/nvml dlopen()s them).
     for role in flavors.ALL_IMAGES:
         assert not [p for p in f.role_packages(role) if "nvidia" in p or "cuda" in p]
@@ -59,3 +59,8 @@ def test_names_and_tags() -> None:
 def test_nvml_plugin_suite_has_the_flavors_slurm() -> None:
     # Debian contrib (checked 2026-12-01): trixie 24.11.5-2; forky has none, sid 26.05.5-1.
     assert {n: f.nvml_plugin_suite for n, f in flavors.FLAVORS.items()} == {"24.11": "trixie", "26.05": "sid"}
+
+
+def test_sssd_suite_is_the_flavors_own_where_debian_has_sssd() -> None:
+    # Debian main (checked 2026-12-03): trixie sssd 2.10.1; forky none, sid 2.13.1-3 on forky's libraries.
+    assert {n: f.sssd_suite for n, f in flavors.FLAVORS.items()} == {"24.11": "trixie", "26.05": "sid"}
