@@ -284,9 +284,15 @@ def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavo
         assert host.run("ldd /usr/lib/x86_64-linux-gnu/libmpi.so.40 | grep -c 'libpmix.so.2 '").stdout.strip() == "1"
 
 
-def test_worker_stays_within_the_mpi_budget(images: dict[str, ImageInfo]) -> None:
-    """The worker with OpenMPI is at most 300 MB."""
-    assert images["worker"].size <= 300 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
+# The worker's size budget: 300 MB with OpenMPI (24.11). 26.05's SSSD comes from sid and brings samba-libs
+# and libicu78 (about 65 MB, for sssd_pam) that trixie's does not: docs/images.md.
+WORKER_BUDGET_MB = {"24.11": 300, "26.05": 330}
+
+
+def test_worker_stays_within_its_budget(images: dict[str, ImageInfo], flavor: Flavor) -> None:
+    budget = WORKER_BUDGET_MB[flavor.name]
+    size = images["worker"].size
+    assert size <= budget * 1_000_000, f"worker is {size / 1e6:.0f} MB, budget {budget}"
 
 
 def test_accounting_image_has_a_fixed_mysql_user_and_no_database(hosts: dict[str, Any]) -> None:
