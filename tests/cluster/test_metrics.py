@@ -10,8 +10,11 @@ from what a test did to it; each test leaves the cluster as it found it: no job,
 
 Bounds, not timings (each test prints what it took): a change slurmctld shows is read by the exporter's
 next poll, which starts within POLL_S and ends within POLL_S (its deadline), and Prometheus has it at its
-next scrape: METRICS_WAIT_S plus the two scrape intervals promkit adds. The worst case of the module is its
-waits in sequence, about 6 minutes; on an idle 2-core host it takes about 2.
+next scrape: METRICS_WAIT_S plus the two scrape intervals promkit adds, 14 s. What Slurm does itself (a
+job started or ended, a node idle again) is bounded by SLURM_WAIT_S, 60 s. A passing run is bounded by
+cluster up (UP_TIMEOUT_S) plus 21 metrics waits, 5 Slurm waits and the idle wait after each test (two
+workers at SLURM_WAIT_S each), about 25 minutes; on the 2-core development host it takes about 2 min 15 s,
+cluster up (15 s) included.
 Ref: https://slurm.schedmd.com/sinfo.html#SECTION_NODE-STATE-CODES
 """
 
@@ -133,7 +136,7 @@ def leaves_the_cluster_idle(scraped: Scraped) -> Iterator[None]:
     s.root_in(s.cluster.controller, "scancel", "-u", wk.DEMO_USER, timeout=30)
     for worker in s.cluster.workers:  # a node that is not drained refuses RESUME: nothing to lift
         s.root_in(s.cluster.controller, "scontrol", "update", f"NodeName={worker}", "State=RESUME", timeout=30)
-    all_idle(s)
+    all_idle(s, SLURM_WAIT_S)
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
@@ -275,7 +278,7 @@ def test_the_charts_keda_query_counts_waiting_jobs_and_busy_nodes(scraped: Scrap
     _controller(s, "scancel", *map(str, [*waiting, held]))
     took.append(prom.wait_values("the waiting jobs cancelled", {query: WORKERS, demand: 0}, METRICS_WAIT_S))
     _controller(s, "scancel", *map(str, busy))
-    all_idle(s)
+    all_idle(s, SLURM_WAIT_S)
     took.append(prom.wait_value("all cancelled", query, 0, METRICS_WAIT_S))
     print(f"KEDA query {query!r} followed the queue in " + ", ".join(f"{t:.1f}s" for t in took))
 
