@@ -8,6 +8,9 @@ records) into ``PendingJob``s, leaving out every job more nodes cannot start:
   constraints no node has, the array throttle (``NEVER_BY_NODES``, ``NEVER_BY_NODES_PREFIXES``);
 - jobs waiting on nodes they name themselves (ReqNodeNotAvail or NodeDown with ``required_nodes``).
 Every other reason counts, an unknown one too: a reason a newer Slurm adds should not stop scale-out.
+A job that names its nodes (--nodelist) asks only for the nodes beyond those it names, whatever its
+reason: a new node is never one it named, and while a named node is busy slurmctld gives the job
+Priority or Resources, not ReqNodeNotAvail (seen with 24.11).
 
 A pending job array is one squeue record for all its pending tasks (``array_task_string``, e.g.
 ``3-10%2``): it asks ``node_count`` nodes for each task that may start now, that is its pending tasks,
@@ -28,6 +31,7 @@ Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-REASON-CODES
 Ref: https://slurm.schedmd.com/job_reason_codes.html
 Ref: https://slurm.schedmd.com/sbatch.html#OPT_constraint
 Ref: https://slurm.schedmd.com/job_array.html
+Ref: https://slurm.schedmd.com/sbatch.html#OPT_nodelist
 Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_job_info (the record `squeue --json` prints)
 """
 
@@ -89,6 +93,7 @@ _FEATURE = re.compile(r"[A-Za-z0-9_.-]+")
 _ARRAY_PART = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
 _GPU_ITEM = re.compile(r"(?:gres[/:])?gpu(?::([^:=,()]+))?(?:[:=](\d+))?")
 _PARENTHESES = re.compile(r"\([^)]*\)")
+_BRACKETS = re.compile(r"\[([^\]]*)\]")
 
 
 def parse_pending(squeue_json: str) -> tuple[PendingJob, ...]:
@@ -132,12 +137,15 @@ def pending_job(job: Mapping[str, Any]) -> PendingJob | None:
     if not curable(job):
         return None
     nodes = max(1, number(job.get("node_count")))
+    new_nodes = nodes - host_count(str(job.get("required_nodes", "") or ""))
+    if new_nodes <= 0:
+        return None
     partitions = tuple(p for p in str(job.get("partition", "") or "").split(",") if p)
     return PendingJob(
         job_id=number(job.get("job_id")),
         partitions=partitions,
         features=str(job.get("features", "") or ""),
-        nodes=nodes * startable_tasks(job),
+        nodes=new_nodes * startable_tasks(job),
         gpus_per_node=gpus_per_node(job, nodes),
         cpus_per_node=number(job.get("minimum_cpus_per_node")),
     )
@@ -162,8 +170,31 @@ def startable_tasks(job: Mapping[str, Any]) -> int:
 def count_task_ids(text: str) -> int:
     """Task IDs in an array expression: ``1-10``, ``1,3,5-7``, ``0-99:3``, ``1-10%2`` (the throttle is not
     an ID), ``1,3,...`` (cut by squeue: what is shown)."""
+    return _count_ranges(text.partition("%")[0])
+
+
+def host_count(hostlist: str) -> int:
+    """Hosts a Slurm hostlist names: ``w-0,w-1`` 2, ``w-[0-3,7]`` 5, ``r[1-2]-n[01-04]`` 8, "" 0. A
+    bracket it cannot read counts one host. Ref: https://slurm.schedmd.com/sbatch.html#OPT_nodelist"""
+    hosts: list[str] = []
+    depth, start = 0, 0
+    for i, c in enumerate(hostlist):  # commas inside brackets separate ranges, not hosts
+        depth += (c == "[") - (c == "]")
+        if c == "," and depth == 0:
+            hosts.append(hostlist[start:i])
+            start = i + 1
+    hosts.append(hostlist[start:])
     total = 0
-    for part in text.partition("%")[0].split(","):
+    for host in (h.strip() for h in hosts):
+        if host:
+            total += math.prod(max(1, _count_ranges(body)) for body in _BRACKETS.findall(host))
+    return total
+
+
+def _count_ranges(text: str) -> int:
+    """Numbers in ``1-10``, ``1,3,5-7``, ``0-99:3`` (a hostlist's ``01-04`` too)."""
+    total = 0
+    for part in text.split(","):
         m = _ARRAY_PART.fullmatch(part.strip())
         if m is None:
             continue

@@ -1,8 +1,10 @@
 """A real Prometheus (Debian's `prometheus` package) for the suites that test what it scrapes and queries.
 
 It listens on loopback only, keeps its data in a temporary directory and scrapes the targets it is
-given every SCRAPE_INTERVAL_S. Queries go through its HTTP API as a dashboard or KEDA's prometheus
-scaler would send them. Ref: https://prometheus.io/docs/prometheus/latest/querying/api/
+given every SCRAPE_INTERVAL_S, adding the target labels it is given to every series (as a ServiceMonitor's
+relabelings add `namespace` and `service`). Queries go through its HTTP API as a dashboard or KEDA's
+prometheus scaler would send them. Ref: https://prometheus.io/docs/prometheus/latest/querying/api/
+Ref: https://prometheus.io/docs/prometheus/latest/configuration/configuration/#static_config
 """
 
 from __future__ import annotations
@@ -61,10 +63,31 @@ class Prometheus:
             raise AssertionError(f"{expr!r} gave {len(result)} series, not one: {result}")
         return float(result[0]["value"][1])
 
+    def values(self, exprs: Sequence[str]) -> dict[str, float | None]:
+        """Each expression's single value (None: no sample)."""
+        return {expr: self.value(expr) for expr in exprs}
+
+    def wait_values(self, what: str, wants: Mapping[str, float], timeout: float) -> float:
+        """Wait until every expression of ``wants`` has its value at once; the seconds it took. The bound
+        covers two scrape intervals; a miss names every expression that was off, with its last value."""
+        last: dict[str, float | None] = {}
+
+        def check() -> bool | None:
+            last.update(self.values(list(wants)))
+            return True if all(last[e] == w for e, w in wants.items()) else None
+        try:
+            return wait_for(what, check, timeout + 2 * SCRAPE_INTERVAL_S, poll=0.5)[1]
+        except AssertionError as exc:
+            off = {e: (last.get(e), w) for e, w in wants.items() if last.get(e) != w}
+            raise AssertionError(f"{exc}; (got, wanted): {off}") from None
+
+    def targets(self) -> list[dict[str, Any]]:
+        """Every active target as Prometheus reports it (scrapeUrl, health, lastError, labels ...)."""
+        return list(self._get("/api/v1/targets")["data"]["activeTargets"])
+
     def targets_up(self) -> dict[str, str]:
         """scrape URL -> health ("up", "down", "unknown") of every active target."""
-        doc = self._get("/api/v1/targets")
-        return {t["scrapeUrl"]: t["health"] for t in doc["data"]["activeTargets"]}
+        return {t["scrapeUrl"]: t["health"] for t in self.targets()}
 
     def wait_value(self, what: str, expr: str, want: float, timeout: float) -> float:
         """Wait until ``expr`` is ``want``; the seconds it took. The bound covers two scrape intervals."""
@@ -82,9 +105,11 @@ def running(targets: Sequence[str], job: str = "slurmpod",
     if shutil.which(BINARY) is None:
         raise AssertionError("prometheus is not installed: scripts/bootstrap-host.sh installs Debian's package")
     work = Path(tempfile.mkdtemp(prefix="slurmpod-prometheus-"))
+    static: dict[str, Any] = {"targets": list(targets)}
+    if labels:
+        static["labels"] = dict(labels)
     config = {"global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s", "scrape_timeout": f"{SCRAPE_INTERVAL_S}s"},
-              "scrape_configs": [{"job_name": job, "static_configs": [{"targets": list(targets),
-                                                                       "labels": dict(labels or {})}]}]}
+              "scrape_configs": [{"job_name": job, "static_configs": [static]}]}
     (work / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     port = _free_port()
     log = work / "prometheus.log"

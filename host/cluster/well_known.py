@@ -20,3 +20,5 @@ START_ORDER = (*SITE_ROLES, *wk.POD_ROLES)
 ENV_STATE_DIR = "SLURMPOD_STATE_DIR"
 # The chart's login Service and its port, as services.Published.key names them.
 LOGIN_SSH = "login/ssh"
+# The chart's metrics Service (the controller's exporter, docs/metrics.md) and its port, keyed the same way.
+METRICS_HTTP = "metrics/metrics"

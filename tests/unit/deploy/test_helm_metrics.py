@@ -23,6 +23,7 @@ import kubernetes_validate
 import paths
 import pytest
 import yaml
+from metricnames import DASHBOARD_METRICS
 
 ROOT = paths.REPO
 CHART = helmkit.CHART
@@ -31,24 +32,6 @@ HELM = helmkit.HELM
 K8S_VERSIONS = ["1.30.0", kubernetes_validate.utils.latest_version()]
 PROMETHEUS = "http://prometheus-operated.monitoring.svc:9090"
 
-# What the dashboard reads, every name of it: the exporter must serve these.
-# Slurm's own gauges, under the names of slurmctld's OpenMetrics (Slurm 25.11+; the exporter serves them on
-# 24.11 too). Ref: https://slurm.schedmd.com/metrics.html (names as in src/plugins/metrics/openmetrics)
-SLURM_METRICS = frozenset({
-    "slurm_nodes_idle", "slurm_nodes_alloc", "slurm_nodes_mixed", "slurm_nodes_completing",
-    "slurm_nodes_draining", "slurm_nodes_drained", "slurm_nodes_down",
-    "slurm_partition_jobs_pending", "slurm_partition_jobs_running",
-})
-# slurmpod's own. slurmpod_policy_call_seconds is read as a histogram (_bucket, _sum, _count),
-# slurmpod_exporter_poll_seconds as a gauge (the last poll's duration), the *_total ones as counters.
-SLURMPOD_METRICS = frozenset({
-    "slurmpod_nodeset_demand_nodes", "slurmpod_nodeset_nodes", "slurmpod_drained_nodes",
-    "slurmpod_health_drained_nodes", "slurmpod_policy_calls_total", "slurmpod_policy_failures_total",
-    "slurmpod_policy_fast_total", "slurmpod_policy_call_seconds_bucket", "slurmpod_policy_call_seconds_sum",
-    "slurmpod_policy_call_seconds_count", "slurmpod_autoscale_decisions_total", "slurmpod_exporter_poll_seconds",
-    "slurmpod_exporter_slurm_calls_total", "slurmpod_exporter_last_poll_timestamp_seconds",
-})
-DASHBOARD_METRICS = SLURM_METRICS | SLURMPOD_METRICS
 # PromQL's functions, operators and aggregation words the dashboard and the queries use; any other bare
 # identifier in an expression is a metric name. Ref: https://prometheus.io/docs/prometheus/latest/querying/functions/
 PROMQL_WORDS = frozenset({"sum", "max", "by", "rate", "increase", "histogram_quantile", "time", "or", "vector",

@@ -88,6 +88,9 @@ def test_parse_pending_fields() -> None:
         ({"state_reason": "BeginTime"}, 0),
         ({"state_reason": "ReqNodeNotAvail", "required_nodes": "gpu-worker-3"}, 0),
         ({"state_reason": "NodeDown", "required_nodes": "gpu-worker-3"}, 0),
+        ({"state_reason": "Priority", "required_nodes": "gpu-worker-3"}, 0),
+        ({"state_reason": "Resources", "required_nodes": "gpu-worker-[0-1]", "node_count": _no(2)}, 0),
+        ({"state_reason": "Resources", "required_nodes": "gpu-worker-3", "node_count": _no(3)}, 2),
         ({"state_reason": "PartitionDown"}, 0),
         ({"state_reason": "PartitionInactive"}, 0),
         ({"state_reason": "PartitionTimeLimit"}, 0),
@@ -105,7 +108,8 @@ def test_parse_pending_fields() -> None:
     ],
     ids=["resources", "priority", "not-yet-evaluated", "partition-node-limit", "req-node-not-avail-no-nodelist",
          "node-down-no-nodelist", "sched-defer", "unknown-reason", "hold-flag", "held-user", "held-admin",
-         "dependency", "dependency-never", "begin-time", "named-node-not-avail", "named-node-down", "partition-down",
+         "dependency", "dependency-never", "begin-time", "named-node-not-avail", "named-node-down",
+         "named-node-busy", "named-nodes-all-it-asks", "named-one-of-three", "partition-down",
          "partition-inactive", "partition-time-limit", "assoc-max-jobs", "assoc-grp-node", "association-job-limit",
          "qos-max-jobs-per-user", "qos-grp-gres", "licenses", "reservation", "bad-constraints", "array-throttled",
          "running", "pending-with-a-flag"],
@@ -271,3 +275,12 @@ def test_with_capacity_takes_the_registered_nodes_of_the_nodeset() -> None:
                          ids=["range", "throttle-not-an-id", "one", "list", "step", "backwards", "empty", "cut"])
 def test_count_task_ids(text: str, count: int) -> None:
     assert demand.count_task_ids(text) == count
+
+
+@pytest.mark.parametrize(("hostlist", "count"), [
+    ("", 0), ("w-0", 1), ("w-0,w-1", 2), ("w-[0-3,7]", 5), ("w-[01-04]", 4), ("r[1-2]-n[01-04]", 8),
+    ("w-[0-1],x-3", 3), (" w-0 , w-1 ", 2), ("w-[a-b]", 1), ("w-[0-1", 1),
+], ids=["empty", "one", "two", "range-and-one", "padded", "two-brackets", "bracket-then-host", "spaces",
+        "unreadable-range", "unclosed"])
+def test_host_count(hostlist: str, count: int) -> None:
+    assert demand.host_count(hostlist) == count
