@@ -8,6 +8,9 @@ Parts, all by default:
   policy    submit cost of no job_submit plugin, job_submit/lua and job_submit/slurmpod, alternated
   health    prolog cost per job in a cluster: sruns with slurmpod's hooks against sruns without
   mpi       `srun --mpi=pmix -N2 -n4` MPI start-up to first output beside `srun -N2 -n4 hostname`
+  exporter  the exporter's own cost with 1,000 nodes and 10,000 jobs in Slurm's state: seconds, slurmctld RPCs
+            and CPU per poll beside the same four Slurm commands run bare, its memory and scrape size beside
+            the same at start (a cluster of its own), per flavor
   requeue   a health fault on a job's node to the requeued job running on the healthy one, with
             requeue.fast beside Slurm's default hold (two clusters side by side, paired rounds), per flavor
   k8s       the chart on a local Kubernetes 1.20.2: helm install to all pods Ready, a worker's pod creation
@@ -21,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurmpod_host.bench import builds, health, k8s, mpi, plugin, policy, requeue, startup, topology
+from slurmpod_host.bench import builds, exporter, health, k8s, mpi, plugin, policy, requeue, startup, topology
 from slurmpod_host.bench.report import Report
 from slurmpod_host.cluster import cli as cluster_cli
 from slurmpod_host.cluster import runtime
@@ -29,9 +32,10 @@ from slurmpod_host.images import build as image_build
 from slurmpod_host.images.flavors import get as get_flavor
 
 BENCH_CLUSTER = "spbench"
-PARTS = ("render", "builds", "startup", "policy", "health", "mpi", "requeue", "k8s")
+PARTS = ("render", "builds", "startup", "policy", "health", "mpi", "exporter", "requeue", "k8s")
 # The requeue part's two clusters (its own: one keeps Slurm's default hold).
 REQUEUE_CLUSTERS = ("spbench-fast", "spbench-hold")
+EXPORTER_CLUSTER = "spbench-exporter"  # the exporter part's own: 10,000 jobs would be in every other part's way
 _CLUSTER_PARTS = {"startup", "policy", "health", "mpi", "k8s"}
 
 
@@ -66,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         builds.rebuild_after_python_change(report, flavor, repo)
         builds.sizes(report, flavor)
 
+    for flavor in flavors if "exporter" in parts else []:  # before the shared cluster: never beside it
+        exporter.cost(report, flavor, args.trials, name=EXPORTER_CLUSTER)
     for flavor in flavors if "requeue" in parts else []:  # before the shared cluster: never beside it
         requeue.requeue_latency(report, flavor, args.trials, fast_name=REQUEUE_CLUSTERS[0],
                                 hold_name=REQUEUE_CLUSTERS[1])
