@@ -50,6 +50,12 @@ def _jobs(kube: Kube, ids: list[int]) -> dict[int, dict[str, Any]]:
     return {i: kube.job(i) for i in ids}
 
 
+def _ended(job: dict[str, Any]) -> bool:
+    """Ended, its epilog done (no COMPLETING flag left). Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES"""
+    states = set(job["job_state"])
+    return bool(states & {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}) and "COMPLETING" not in states
+
+
 def _keda_query(kube: Kube) -> str:
     """The query the chart's ScaledObject sends for `burst` in keda mode, rendered from the session's values."""
     done = release.helm(kube.layout, kube.chart, "template", RELEASE, str(kube.chart.path), "-n", NAMESPACE,
@@ -117,8 +123,7 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
 
     def finished() -> dict[int, dict[str, Any]] | None:
         states = _jobs(kube, jobs)
-        return states if all("COMPLETED" in s["job_state"] or "FAILED" in s["job_state"] or
-                             "CANCELLED" in s["job_state"] for s in states.values()) else None
+        return states if all(_ended(s) for s in states.values()) else None
     states, run_s = wait_for("the three jobs ended", finished, POD_START_S + 2 * (JOB_S + AUTOSCALE_INTERVAL_S))
     note(f"three jobs done {run_s:.1f}s after the scale-out")
     for job_id, s in states.items():
@@ -135,7 +140,7 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
     late = kube.submit(f"sleep {JOB_S}", "-p", BURST, "-N1", "-t", "5", "-o", "/dev/null")
     def late_ended() -> dict[str, Any] | None:
         s = kube.job(late)
-        return s if any(x in s["job_state"] for x in ("COMPLETED", "FAILED", "CANCELLED")) else None
+        return s if _ended(s) else None
     late_state, _ = wait_for("the late job ended", late_ended, 3 * AUTOSCALE_INTERVAL_S + POD_START_S + JOB_S)
     assert late_state["job_state"] == ["COMPLETED"] and late_state["restart_cnt"] == 0, late_state["job_state"]
     for job_id, s in _jobs(kube, jobs).items():  # nothing that ran was requeued meanwhile
