@@ -1,24 +1,31 @@
 """Pending demand: the pending jobs more worker nodes could start, and how many nodes a NodeSet would need.
 
-``parse_pending`` reads `squeue --states=PENDING --json` (or any squeue document: it keeps the pending
-records) into ``PendingJob``s, leaving out every job more nodes cannot start:
-- held jobs (``hold``, or the reasons JobHeldUser/JobHeldAdmin and their kin);
+``pending_from`` reads the records of squeue's compact listing (slurmpod.joblist) into ``PendingJob``s,
+leaving out every job more nodes cannot start:
+- held jobs (priority 0: held by their user or an admin, or requeued held);
 - jobs whose pending reason no new node cures: a dependency, a begin time, a partition that is down,
   inactive or refuses the job, association and QoS limits, licenses, reservations, burst buffers,
   constraints no node has, the array throttle (``NEVER_BY_NODES``, ``NEVER_BY_NODES_PREFIXES``);
 - jobs waiting on nodes they name themselves (ReqNodeNotAvail or NodeDown with ``required_nodes``).
 Every other reason counts, an unknown one too: a reason a newer Slurm adds should not stop scale-out.
+squeue prints slurmctld's description of a reason where it wrote one: a description that starts with
+the reason's code (``ReqNodeNotAvail, UnavailableNodes:w-3``) is read as that code; one in words counts,
+as Resources does (``Nodes required for job are DOWN, DRAINED or reserved ...``), unless it names a QoS,
+an association limit or a reservation (``NEVER_BY_NODES_DESCRIPTIONS``).
 A job that names its nodes (--nodelist) asks only for the nodes beyond those it names, whatever its
 reason: a new node is never one it named, and while a named node is busy slurmctld gives the job
 Priority or Resources, not ReqNodeNotAvail (seen with 24.11).
 
-A pending job array is one squeue record for all its pending tasks (``array_task_string``, e.g.
-``3-10%2``): it asks ``node_count`` nodes for each task that may start now, that is its pending tasks,
-capped by its throttle (``%2``, ``array_max_tasks``) when it has one. Running tasks of the array are not
-in a pending listing, so the throttle is not reduced by them: the demand is at most the throttle too high,
-and once the running tasks fill the throttle slurmctld says JobArrayTaskLimit, which counts zero. squeue
-cuts a long task list with "..." (SLURM_BITSTR_LEN, 64 characters by default): the tasks it shows are
-counted, a lower bound.
+A pending job array is one squeue line for all its pending tasks (``array_tasks``, e.g. ``3-10%2``):
+it asks ``nodes`` nodes for each task that may start now, that is its pending tasks, capped by its
+throttle (``%2``) when it has one. Running tasks of the array are not in a pending listing, so the
+throttle is not reduced by them: the demand is at most the throttle too high, and once the running tasks
+fill the throttle slurmctld says JobArrayTaskLimit, which counts zero. squeue cuts a long task list
+with "..." (SLURM_BITSTR_LEN, 64 characters by default): the tasks it shows are counted, a lower bound.
+Tasks split off into records of their own (one modified, held or requeued alone) that are still pending
+are on their array's line: its size, node count and priority stand for them all, its reasons are
+theirs together (``Resources,JobHeldUser``: it counts while one of them counts), and it shows no
+throttle, so all of its pending tasks count.
 
 ``demand_nodes`` sums the nodes the jobs that fit one NodeSet ask for. A job fits a NodeSet when one of
 its partitions contains the NodeSet, every feature its --constraint requires is the NodeSet's feature,
@@ -32,7 +39,6 @@ Ref: https://slurm.schedmd.com/job_reason_codes.html
 Ref: https://slurm.schedmd.com/sbatch.html#OPT_constraint
 Ref: https://slurm.schedmd.com/job_array.html
 Ref: https://slurm.schedmd.com/sbatch.html#OPT_nodelist
-Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_job_info (the record `squeue --json` prints)
 """
 
 from __future__ import annotations
@@ -41,11 +47,11 @@ import functools
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
-from slurmpod.nodestate import NodeState, load_json, number
+from slurmpod.joblist import JobRecord
+from slurmpod.nodestate import NodeState
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +92,9 @@ NEVER_BY_NODES = frozenset({
 })
 # Association and QoS limits: AssocGrpNodeLimit, AssociationJobLimit, QOSMaxJobsPerUserLimit, ...
 NEVER_BY_NODES_PREFIXES = ("Assoc", "QOS")
+# slurmctld's descriptions of such reasons, in words (a QoS that refuses the partition, an association or QoS
+# limit, a reservation gone). Ref: src/slurmctld/partition_mgr.c, acct_policy.c, job_mgr.c (state_desc)
+NEVER_BY_NODES_DESCRIPTIONS = ("Job's QOS ", "Job is at or exceeds ", "Reservation ")
 # Curable unless the job named the nodes it waits for (--nodelist): then only those nodes will do.
 NAMED_NODE_REASONS = frozenset({"ReqNodeNotAvail", "NodeDown"})
 
@@ -96,74 +105,62 @@ _PARENTHESES = re.compile(r"\([^)]*\)")
 _BRACKETS = re.compile(r"\[([^\]]*)\]")
 
 
-def parse_pending(squeue_json: str) -> tuple[PendingJob, ...]:
-    """`squeue --states=PENDING --json` -> the pending jobs more nodes could start; TransientError when
-    the text is not a squeue document."""
-    return pending_from(load_json(squeue_json, "squeue --json"))
+def pending_from(records: Iterable[JobRecord]) -> tuple[PendingJob, ...]:
+    """The pending jobs of a listing that more nodes could start."""
+    return tuple(p for r in records if r.base == "PENDING" and (p := pending_job(r)) is not None)
 
 
-def pending_from(doc: Mapping[str, Any]) -> tuple[PendingJob, ...]:
-    """The pending jobs of a parsed squeue document that more nodes could start."""
-    jobs = doc.get("jobs", [])
-    out = []
-    for job in jobs if isinstance(jobs, list) else ():
-        if isinstance(job, dict) and is_pending(job):
-            pending = pending_job(job)
-            if pending is not None:
-                out.append(pending)
-    return tuple(out)
-
-
-def is_pending(job: Mapping[str, Any]) -> bool:
-    state = job.get("job_state", ())
-    return "PENDING" in state if isinstance(state, list) else str(state).split("+")[0] == "PENDING"
-
-
-def held(job: Mapping[str, Any]) -> bool:
-    """Held by its user or an admin (priority 0, or slurmctld's held reasons)."""
-    return bool(job.get("hold", False)) or str(job.get("state_reason", "")) in ("JobHeldAdmin", "JobHeldUser")
-
-
-def curable(job: Mapping[str, Any]) -> bool:
-    """More nodes could start this pending job: not held, and no reason only something else can lift."""
-    reason = str(job.get("state_reason", "") or "None")
-    if held(job) or reason in NEVER_BY_NODES or reason.startswith(NEVER_BY_NODES_PREFIXES):
+def curable(job: JobRecord) -> bool:
+    """More nodes could start this pending job: not held, and a reason only more nodes can lift (one of
+    them, for an array's line that lists its tasks' reasons)."""
+    if job.priority == 0:
         return False
-    return not (reason in NAMED_NODE_REASONS and str(job.get("required_nodes", "") or "").strip())
+    codes = job.reason_codes
+    if not codes:  # a description in words
+        return not job.reason.startswith(NEVER_BY_NODES_DESCRIPTIONS)
+    return any(_curable_reason(code, job.required_nodes) for code in codes)
 
 
-def pending_job(job: Mapping[str, Any]) -> PendingJob | None:
-    """One pending squeue record as a PendingJob; None when more nodes would not start it."""
+def _curable_reason(reason: str, required_nodes: str) -> bool:
+    if reason in NEVER_BY_NODES or reason.startswith(NEVER_BY_NODES_PREFIXES):
+        return False
+    return not (reason in NAMED_NODE_REASONS and required_nodes.strip())
+
+
+def pending_job(job: JobRecord) -> PendingJob | None:
+    """One pending record as a PendingJob; None when more nodes would not start it."""
     if not curable(job):
         return None
-    nodes = max(1, number(job.get("node_count")))
-    new_nodes = nodes - host_count(str(job.get("required_nodes", "") or ""))
+    nodes = max(1, job.nodes)
+    new_nodes = nodes - host_count(job.required_nodes)
     if new_nodes <= 0:
         return None
-    partitions = tuple(p for p in str(job.get("partition", "") or "").split(",") if p)
     return PendingJob(
-        job_id=number(job.get("job_id")),
-        partitions=partitions,
-        features=str(job.get("features", "") or ""),
-        nodes=new_nodes * startable_tasks(job),
+        job_id=job.job_id,
+        partitions=job.partitions,
+        features=job.features,
+        nodes=new_nodes * startable_tasks(job.array_tasks),
         gpus_per_node=gpus_per_node(job, nodes),
-        cpus_per_node=number(job.get("minimum_cpus_per_node")),
+        cpus_per_node=job.cpus_per_node,
     )
 
 
-def array_tasks(job: Mapping[str, Any]) -> int:
-    """How many jobs this record stands for: the tasks of a pending array record, else 1 (slurmctld's own
+def array_tasks(expression: str) -> int:
+    """How many jobs a record stands for: a pending array's tasks (``0-9%2``: 10), else 1 (slurmctld's own
     count, job_array_cnt, in its metrics). Ref: https://slurm.schedmd.com/job_array.html"""
-    text = str(job.get("array_task_string", "") or "")
-    if not text or _set(job.get("array_task_id")):
-        return 1
-    return count_task_ids(text) or 1
+    return (count_task_ids(expression) or 1) if expression else 1
 
 
-def startable_tasks(job: Mapping[str, Any]) -> int:
+def array_throttle(expression: str) -> int:
+    """The array's throttle, its tasks that may run at once (``0-9%2``: 2); 0 for none."""
+    _, _, limit = expression.partition("%")
+    return int(limit) if limit.isdigit() else 0
+
+
+def startable_tasks(expression: str) -> int:
     """Tasks of this record that may start now: its pending tasks, capped by the array's throttle."""
-    tasks = array_tasks(job)
-    limit = number(job.get("array_max_tasks"))
+    tasks = array_tasks(expression)
+    limit = array_throttle(expression)
     return min(tasks, limit) if limit > 0 and tasks > 1 else tasks
 
 
@@ -224,27 +221,20 @@ def gpu_count(text: str) -> int:
     return total
 
 
-def gpus_per_node(job: Mapping[str, Any], nodes: int) -> int:
+def gpus_per_node(job: JobRecord, nodes: int) -> int:
     """GPUs one node of the job needs: --gpus-per-node (or --gres), else --gpus spread over its nodes,
     else --gpus-per-task times its tasks per node. Ref: https://slurm.schedmd.com/sbatch.html#OPT_gpus"""
-    per_node = gpu_count(str(job.get("tres_per_node", "") or ""))
+    per_node = gpu_count(job.tres_per_node)
     if per_node:
         return per_node
-    per_job = gpu_count(str(job.get("tres_per_job", "") or ""))
+    per_job = gpu_count(job.tres_per_job)
     if per_job:
         return math.ceil(per_job / max(1, nodes))
-    per_task = gpu_count(str(job.get("tres_per_task", "") or ""))
+    per_task = gpu_count(job.tres_per_task)
     if per_task:
-        tasks = number(job.get("tasks_per_node")) or math.ceil(number(job.get("tasks")) / max(1, nodes))
+        tasks = job.tasks_per_node or math.ceil(job.tasks / max(1, nodes))
         return per_task * max(1, tasks)
     return 0
-
-
-def _set(value: object) -> bool:
-    """A Slurm number that is there: {"set": true, ...}, or a plain number."""
-    if isinstance(value, dict):
-        return bool(value.get("set", False))
-    return value is not None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -1,7 +1,10 @@
-"""The one Slurm client: scontrol, squeue and sinfo with their JSON output.
+"""The one Slurm client: scontrol, squeue and sinfo with their JSON output, and squeue's compact listing.
 
 pyslurm cannot build against Slurm 24.11 or 26.05 (PyPI has only 25.11.x and its build refuses any
-other major.minor), so slurmpod talks to Slurm through its CLI's JSON output.
+other major.minor), so slurmpod talks to Slurm through its CLI's JSON output. The read of every job
+(the exporter's, the pending demand's) is squeue's compact listing instead (slurmpod.joblist): `squeue
+--json` prints about 7.6 KB a job and needs about 150 KB of RSS for each, 1.5 GiB at 10,000 jobs, more
+than the controller pod's memory.
 ``SlurmClient`` is the seam every caller takes as a parameter; ``CliSlurmClient`` is the one real
 implementation; tests drive a recording fake (tests/fakes/slurm_client.py).
 Every call has a timeout. "The controller did not answer" is always an error, never read as "no such
@@ -12,14 +15,16 @@ Ref: https://slurm.schedmd.com/scontrol.html, https://slurm.schedmd.com/squeue.h
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from slurmpod import confvalues
+from slurmpod import confvalues, joblist
 from slurmpod.commands import LocalRunner, Result, Runner
-from slurmpod.demand import PendingJob, parse_pending
+from slurmpod.demand import PendingJob, pending_from
 from slurmpod.errors import PermanentError, TransientError
+from slurmpod.joblist import JobListing, JobRecord
 from slurmpod.nodestate import NodeState, from_json, load_json, number, parse_nodes
 
 DEFAULT_TIMEOUT = 10.0
@@ -34,20 +39,21 @@ UNREACHABLE_MARKERS = ("Unable to contact slurm controller", "Socket timed out",
                        "Could not establish a configuration source", "failed to fetch config")
 # The job states in which a job holds a node. Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 ACTIVE_JOB_STATES = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
+# What squeue prints when a --Format name is one it does not know: its lines would not be ARGV's.
+# Ref: src/squeue/opts.c (parse_long_format)
+UNKNOWN_FORMAT_MARKER = "Invalid job format specification"
+
+log = logging.getLogger(__name__)
 
 
 class Report(enum.Enum):
-    """A whole Slurm document as one command prints it with --json (the exporter's reads).
-
-    JOBS is squeue's default listing: pending, running, suspended, completing and staging-out jobs, not
-    the finished ones slurmctld still keeps (MinJobAge), which a busy cluster has many of.
-    Ref: https://slurm.schedmd.com/squeue.html#OPT_states, https://slurm.schedmd.com/sdiag.html
+    """A whole Slurm document as one command prints it with --json (the exporter's reads beside its job
+    listing, SlurmClient.job_list). Ref: https://slurm.schedmd.com/sdiag.html
     """
 
     # --future: a nodeset's placeholders (FUTURE records) are its nodes too, counted as state future.
     # Ref: https://slurm.schedmd.com/scontrol.html#OPT_future
     NODES = ("scontrol", "--future", "show", "nodes", "--json")
-    JOBS = ("squeue", "--json")
     PARTITIONS = ("scontrol", "show", "partitions", "--json")
     DIAG = ("sdiag", "--json")
 
@@ -150,8 +156,14 @@ class SlurmClient(Protocol):
         """The document ``which`` names, parsed; TransientError when the command printed no JSON object."""
         ...
 
+    def job_list(self, *, pending: bool = False, timeout: float = DEFAULT_TIMEOUT) -> JobListing:
+        """squeue's default listing in the compact format (slurmpod.joblist): pending, running, suspended and
+        completing jobs, not the finished ones slurmctld still keeps (MinJobAge); its pending jobs only
+        with ``pending``."""
+        ...
+
     def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
-        """The pending jobs more nodes could start (slurmpod.demand.parse_pending)."""
+        """The pending jobs more nodes could start (slurmpod.demand.pending_from)."""
         ...
 
 
@@ -284,12 +296,23 @@ class CliSlurmClient:
     def report(self, which: Report, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         return load_json(self._ok(which.argv, timeout).stdout, " ".join(which.argv))
 
-    def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
+    def job_list(self, *, pending: bool = False, timeout: float = DEFAULT_TIMEOUT) -> JobListing:
         # PENDING matches a job whose state is exactly pending: one carrying a state flag (an expedited
         # requeue from 25.11, a held requeue) is not listed; held ones would count zero anyway.
         # Ref: https://slurm.schedmd.com/squeue.html#OPT_states
-        return parse_pending(self._ok(["squeue", "--states=PENDING", "--json"], timeout).stdout)
+        argv = [*joblist.ARGV[:1], *(["--states=PENDING"] if pending else []), *joblist.ARGV[1:]]
+        result = self._ok(argv, timeout)
+        if UNKNOWN_FORMAT_MARKER in result.stderr:
+            raise TransientError(result.brief())
+        listing = joblist.parse_listing(result.stdout)
+        if listing.unparsed:
+            log.warning("squeue lines not parsed; their jobs are not counted", extra={"ctx": {
+                "unparsed": listing.unparsed, "parsed": len(listing.records)}})
+        return listing
+
+    def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
+        return pending_from(self.job_list(pending=True, timeout=timeout).records)
 
 
-__all__ = ["CliSlurmClient", "Job", "NodeState", "PendingJob", "Placeholder", "Report", "SlurmClient",
-           "SlurmRefused", "TransientError", "error_of", "reason_arg"]
+__all__ = ["CliSlurmClient", "Job", "JobListing", "JobRecord", "NodeState", "PendingJob", "Placeholder", "Report",
+           "SlurmClient", "SlurmRefused", "TransientError", "error_of", "reason_arg"]

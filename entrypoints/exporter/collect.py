@@ -2,16 +2,17 @@
 
 Slurm's series carry the names and labels slurmctld's own OpenMetrics plugin uses (Slurm 25.11+:
 /metrics/nodes, /metrics/jobs, /metrics/partitions, /metrics/scheduler), computed here from the CLI's
-JSON, so one dashboard and one KEDA query read the same series on 24.11 and 26.05. Values follow that
-plugin's counting rules, among them: a pending array counts its pending tasks; a node is in one base
-state (future, down, mixed, alloc, idle, unknown, in that order); `drain` is a drained node with no job
-and `draining` one with jobs; memory values are in MiB, as the plugin reports them under its `_bytes`
-names. docs/metrics.md lists every series and where each differs.
+JSON and squeue's compact job listing (slurmpod.joblist), so one dashboard and one KEDA query read the
+same series on 24.11 and 26.05. Values follow that plugin's counting rules, among them: a pending array
+counts its pending tasks; a node is in one base state (future, down, mixed, alloc, idle, unknown, in that
+order); `drain` is a drained node with no job and `draining` one with jobs; memory values are in MiB, as
+the plugin reports them under its `_bytes` names. docs/metrics.md lists every series and where each
+differs.
 slurmpod's own series (prefix slurmpod_) say what the exporter knows beside Slurm: demand and node states
 per NodeSet, who drained which nodes, the job_submit plugin's timing, the autoscaler's decisions.
 
 Ref: https://slurm.schedmd.com/metrics.html
-Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_node (and _job_info, _partition_info, _stats_msg)
+Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_node (and _partition_info, _stats_msg)
 Ref: https://prometheus.io/docs/practices/naming/
 """
 
@@ -26,6 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from slurmpod import demand, reasons
 from slurmpod.demand import NodeSetShape
+from slurmpod.joblist import JobListing, JobRecord
 from slurmpod.nodestate import NodeState, from_json, number
 
 NODE_LABEL = "node"
@@ -55,13 +57,13 @@ NODE_BASES = ("future", "down", "mixed", "alloc", "idle", "unknown")
 # --- Slurm's job series (/metrics/jobs, per partition too): the states squeue's default listing holds ---
 # Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 JOB_BASE_SERIES = (("running", "RUNNING"), ("suspended", "SUSPENDED"))
+# squeue names one state flag a job has, the first in Slurm's order (slurmpod.joblist); POWER_UP_NODE it
+# never names, so slurmctld's `powerup_node` series is not served.
 JOB_FLAG_SERIES = (
     ("completing", "COMPLETING"), ("configuring", "CONFIGURING"), ("expediting", "EXPEDITING"),
-    ("fed_requeued", "REQUEUE_FED"), ("powerup_node", "POWER_UP_NODE"), ("requeued", "REQUEUED"),
-    ("resizing", "RESIZING"), ("revoked", "REVOKED"), ("signaling", "SIGNALING"), ("stageout", "STAGE_OUT"),
+    ("fed_requeued", "REQUEUE_FED"), ("requeued", "REQUEUED"), ("resizing", "RESIZING"), ("revoked", "REVOKED"),
+    ("signaling", "SIGNALING"), ("stageout", "STAGE_OUT"),
 )
-JOB_BASES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
-                       "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"})
 HELD_REASONS = frozenset({"JobHeldAdmin", "JobHeldUser"})  # slurmctld's "hold" count: these two only
 
 # --- Slurm's scheduler series (/metrics/scheduler) from `sdiag --json`'s statistics ---
@@ -119,10 +121,10 @@ POLICY_EDGES_US = (10, 25, 50, 100, 250, 500, 1000, 2500, POLICY_BUCKET_LAST_US)
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What one poll read from Slurm: each command's JSON document, parsed."""
+    """What one poll read from Slurm: each command's JSON document, parsed, and the job listing."""
 
     nodes: Mapping[str, Any]  # scontrol show nodes --json
-    jobs: Mapping[str, Any]  # squeue --json (its default listing)
+    jobs: JobListing  # squeue's default listing, compact (slurmpod.joblist)
     partitions: Mapping[str, Any]  # scontrol show partitions --json
     diag: Mapping[str, Any]  # sdiag --json
 
@@ -154,11 +156,12 @@ class Node:
 class Job:
     """An squeue record, reduced to what the series count."""
 
-    base: str  # PENDING, RUNNING ... ("" when the record names none)
+    base: str  # PENDING, RUNNING ... ("" when squeue's state name does not tell it)
     flags: frozenset[str]
     partition: str  # the first it names: slurmctld counts a job under the partition it is in or tries now
     count: int  # the jobs it stands for: a pending array's pending tasks, else 1
-    reason: str
+    reason: str  # its reason code (an array's line: its first), or slurmctld's description of one
+    held: bool  # held by its user or an admin
     min_nodes: int
     max_nodes: int
     cpus: int
@@ -196,21 +199,21 @@ def _base(state: NodeState, cpus_eff: int, alloc: int, tres_used: str) -> str:
     return {"ALLOCATED": "alloc", "IDLE": "idle", "UNKNOWN": "unknown"}.get(state.base, "")
 
 
-def job_of(raw: Mapping[str, Any]) -> Job:
-    state = raw.get("job_state", [])
-    names = [str(s) for s in state] if isinstance(state, list) else str(state).split("+")
-    base = next((s for s in names if s in JOB_BASES), "")
-    min_nodes = number(raw.get("node_count"))
-    alloc = _tres(str(raw.get("tres_alloc_str", "") or ""))
+def job_of(record: JobRecord) -> Job:
+    codes = record.reason_codes
+    reason = codes[0] if codes else record.reason
+    alloc = _tres(record.tres_alloc)
     return Job(
-        base=base,
-        flags=frozenset(names) - {base},
-        partition=str(raw.get("partition", "") or "").split(",")[0],
-        count=demand.array_tasks(raw) if base == "PENDING" else 1,
-        reason=str(raw.get("state_reason", "") or ""),
-        min_nodes=min_nodes,
-        max_nodes=max(number(raw.get("max_nodes")), min_nodes),
-        cpus=number(raw.get("cpus")),
+        base=record.base,
+        flags=record.flags,
+        partition=record.partitions[0] if record.partitions else "",
+        count=demand.array_tasks(record.array_tasks) if record.base == "PENDING" else 1,
+        reason=reason,
+        # slurmctld counts the two held reasons; one it describes in words (a held requeue's) shows as priority 0
+        held=reason in HELD_REASONS or (not codes and record.priority == 0),
+        min_nodes=record.nodes,
+        max_nodes=record.max_nodes,
+        cpus=record.cpus,
         mem=alloc.get("mem", 0),
         gpus=alloc.get("gres/gpu", 0),
     )
@@ -244,14 +247,16 @@ def _records(doc: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
 def slurm_families(snap: Snapshot, nodesets: Sequence[NodeSetShape]) -> list[Metric]:
     """Every series that comes from Slurm, for one poll."""
     nodes = [node_of(n) for n in _records(snap.nodes, "nodes")]
-    raw_jobs = _records(snap.jobs, "jobs")
-    jobs = [job_of(j) for j in raw_jobs]
-    pending = [p for j in raw_jobs if demand.is_pending(j) and (p := demand.pending_job(j)) is not None]
+    jobs = [job_of(j) for j in snap.jobs.records]
+    pending = demand.pending_from(snap.jobs.records)
     out = [*node_families(nodes), *job_families(jobs, nodes)]
     out += partition_families(_records(snap.partitions, "partitions"), nodes, jobs)
     out += scheduler_families(snap.diag.get("statistics", {}) if isinstance(snap.diag, Mapping) else {})
     out += nodeset_families(nodesets, nodes, pending)
     out += drain_families(nodes)
+    out.append(_gauge("slurmpod_exporter_unparsed_job_lines",
+                      "Lines of the last poll's squeue listing that did not parse: their jobs are in no series.",
+                      snap.jobs.unparsed))
     return out
 
 
@@ -307,7 +312,7 @@ def _job_counts(jobs: Iterable[Job]) -> dict[str, int]:
         states.update(j.flags)
         if j.base == "PENDING":
             c["pending"] += j.count
-            held = j.reason in HELD_REASONS
+            held = j.held
             if held:
                 c["hold"] += j.count
             c["max_job_nodes"] = max(c["max_job_nodes"], j.max_nodes)

@@ -1,8 +1,9 @@
 """The exporter's poll loop: ask slurmctld at a bounded rate, keep the last good answer, serve that.
 
-- A poll reads the four documents (slurm.Report: nodes, jobs, partitions, sdiag) one after the other,
-  each with a timeout of at most CALL_TIMEOUT_S and all within the poll's deadline (its interval): a
-  controller that does not answer costs at most one interval, and never more than one command at a time.
+- A poll reads the nodes, the job listing, the partitions and sdiag (READS: slurm.Report and
+  SlurmClient.job_list) one after the other, each with a timeout of at most CALL_TIMEOUT_S and all within
+  the poll's deadline (its interval): a controller that does not answer costs at most one interval, and
+  never more than one command at a time.
 - A poll is whole or nothing: when a read fails or times out, the Slurm series stay those of the last
   good poll and slurmpod_exporter_up says 0. A failed read never looks like an empty cluster.
 - Polls start at most once per interval; one that overran is followed by MIN_GAP_S before the next.
@@ -29,17 +30,26 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from slurmpod import joblist
 from slurmpod import well_known as wk
 from slurmpod.demand import NodeSetShape
 from slurmpod.entrypoints.exporter import collect
 from slurmpod.errors import SlurmpodError, TransientError
+from slurmpod.joblist import JobListing
 from slurmpod.slurm import Report, SlurmClient
 from slurmpod.timing import Clock, Deadline, SystemClock
 
 log = logging.getLogger(__name__)
 
-CALL_TIMEOUT_S = 10.0  # one Slurm command; squeue of 10,000 jobs takes a few seconds
+CALL_TIMEOUT_S = 10.0  # one Slurm command; scontrol show nodes of 1,000 nodes takes about a second
 MIN_GAP_S = 1.0  # between the end of a poll that overran and the next
+JOBS = "JOBS"  # the job listing, SlurmClient.job_list
+READS: tuple[Report | str, ...] = (Report.NODES, JOBS, Report.PARTITIONS, Report.DIAG)  # a poll's, in turn
+
+
+def commands() -> list[tuple[str, ...]]:
+    """The commands a poll runs, in turn (what the exporter bench runs bare beside a poll)."""
+    return [which.argv if isinstance(which, Report) else joblist.ARGV for which in READS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +97,17 @@ class Poller:
         error = ""
         try:
             docs: dict[Report, dict[str, Any]] = {}
-            for which in Report:
+            jobs = JobListing()
+            for which in READS:
+                name = which.name if isinstance(which, Report) else which
                 if deadline.expired:
-                    raise TransientError(f"poll deadline ({self._s.poll_seconds:g} s) passed before {which.name}")
+                    raise TransientError(f"poll deadline ({self._s.poll_seconds:g} s) passed before {name}")
                 calls += 1
-                docs[which] = self._slurm.report(which, timeout=deadline.budget(CALL_TIMEOUT_S))
-            snap = collect.Snapshot(docs[Report.NODES], docs[Report.JOBS], docs[Report.PARTITIONS],
-                                    docs[Report.DIAG])
+                if isinstance(which, Report):
+                    docs[which] = self._slurm.report(which, timeout=deadline.budget(CALL_TIMEOUT_S))
+                else:
+                    jobs = self._slurm.job_list(timeout=deadline.budget(CALL_TIMEOUT_S))
+            snap = collect.Snapshot(docs[Report.NODES], jobs, docs[Report.PARTITIONS], docs[Report.DIAG])
             fams = tuple(collect.slurm_families(snap, self._s.nodesets))
         except SlurmpodError as exc:
             error = str(exc)

@@ -6,8 +6,8 @@ for `squeue --json` at that scale (MEMORY_LIMIT, what values' controller.resourc
 shipped limit is reported beside the peak). Then, in the controller:
 - NODES dynamic nodes of the nodeset's feature, State=FUTURE: registered, no slurmd behind them;
 - JOBS held jobs: one held array, whose tasks but the last are split into job records of their own by one
-  `scontrol update` of that task range (a pending array is one record until then; squeue --json lists each
-  split task as one job).
+  `scontrol update` of that task range (a pending array is one record until then; squeue lists each split
+  task as one job once the array's own record holds one task).
 Measured in the controller pod, the exporter stopped (and node-reaper, whose reads would land in the
 window), each round one poll and one bare read, in turn first (exporter_probe.py):
 - seconds: the exporter's own Poller (poll.py, the settings its daemon builds) polling once, beside the
@@ -35,8 +35,8 @@ from typing import Any
 import yaml
 
 from slurmpod import well_known as wk
+from slurmpod.entrypoints.exporter import poll
 from slurmpod.errors import PermanentError
-from slurmpod.slurm import Report as Document
 from slurmpod_host.bench import exporter_probe
 from slurmpod_host.bench.report import Figure, Report, median
 from slurmpod_host.cluster import cli as cluster_cli
@@ -188,7 +188,7 @@ def _install_probe(pods: _Pods) -> None:
 def _after_polls(pods: _Pods, polls: int) -> Daemon:
     """The running exporter once it has run ``polls`` polls' Slurm commands (or failed that many)."""
     deadline = time.monotonic() + POLLS_TIMEOUT_S
-    calls = len(Document)  # a poll runs one command per document
+    calls = len(poll.READS)  # a poll runs one command per read
     while time.monotonic() < deadline:
         seen = parse_daemon(pods.probe("daemon"))
         if seen is not None and (seen.calls >= polls * calls or seen.failures >= polls):

@@ -117,9 +117,9 @@ def _cpu_s() -> float:
 
 
 def _commands() -> list[tuple[str, ...]]:
-    from slurmpod.slurm import Report  # noqa: PLC0415 - the pod's slurmpod, imported when run there
+    from slurmpod.entrypoints.exporter import poll  # noqa: PLC0415 - the pod's slurmpod, imported when run there
 
-    return [which.argv for which in Report]
+    return poll.commands()
 
 
 class _Errors(logging.Handler):

@@ -9,7 +9,8 @@ makes, records every call, and injects faults per method:
 - ``down_at = method``      the controller goes down (for good) when that method is first called;
 - ``down_calls = n``        the next n calls raise TransientError, then the controller is back;
 - ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue).
-Whole documents (``report``) are what ``reports`` holds, and ``pending_jobs`` answers ``pending``.
+Whole documents (``report``) are what ``reports`` holds, ``job_list`` answers ``listing`` (its pending
+records with ``pending``), and ``pending_jobs`` answers ``pending``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from slurmpod.demand import PendingJob
 from slurmpod.errors import SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
-from slurmpod.slurm import DEFAULT_TIMEOUT, Job, Placeholder, Report, SlurmRefused, reason_arg
+from slurmpod.slurm import DEFAULT_TIMEOUT, Job, JobListing, Placeholder, Report, SlurmRefused, reason_arg
 
 
 class FakeClock:
@@ -66,6 +67,7 @@ class FakeSlurm:
     call_seconds: float = 0.05
     # what `report` answers per document (a missing one: an empty document of its kind)
     reports: dict[Report, dict[str, Any]] = field(default_factory=dict)
+    listing: JobListing = field(default_factory=JobListing)
     pending: list[PendingJob] = field(default_factory=list)
 
     # --- set-up helpers ---
@@ -193,6 +195,13 @@ class FakeSlurm:
     def report(self, which: Report, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         self._enter("report", timeout, which)
         return copy.deepcopy(self.reports.get(which, {}))
+
+    def job_list(self, *, pending: bool = False, timeout: float = DEFAULT_TIMEOUT) -> JobListing:
+        self._enter("job_list", timeout, pending)
+        if not pending:
+            return self.listing
+        return dataclasses.replace(self.listing, records=tuple(
+            r for r in self.listing.records if r.state == "PENDING"))  # squeue --states=PENDING: no flag
 
     def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
         self._enter("pending_jobs", timeout)

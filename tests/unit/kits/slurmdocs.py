@@ -1,15 +1,19 @@
-"""Slurm --json documents for the exporter's tests, shaped like Slurm 24.11's (data_parser v0.0.42):
-`scontrol show nodes --json`, `squeue --json`, `scontrol show partitions --json`, `sdiag --json`.
-26.05 (v0.0.45) prints the same fields for everything the exporter reads.
+"""Slurm's answers for the exporter's tests: --json documents shaped like Slurm 24.11's (data_parser
+v0.0.42): `scontrol show nodes --json`, `scontrol show partitions --json`, `sdiag --json` (26.05's v0.0.45
+prints the same fields for everything the exporter reads); and squeue's compact job listing
+(slurmpod.joblist) as records, or as the lines squeue prints for them.
 
-Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_node, #v0.0.42_job_info, #v0.0.42_partition_info,
-#v0.0.42_stats_msg
+Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_node, #v0.0.42_partition_info, #v0.0.42_stats_msg
+Ref: https://slurm.schedmd.com/squeue.html#OPT_Format
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from slurmpod import joblist
+from slurmpod.joblist import JobListing, JobRecord
 from slurmpod.slurm import Report
 
 
@@ -34,19 +38,32 @@ def node(name: str, state: list[str], *, partitions: tuple[str, ...] = ("main",)
     return doc
 
 
-def job(job_id: int, state: list[str], *, partition: str = "main", reason: str = "None", node_count: int = 1,
-        cpus: int = 1, **over: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "job_id": job_id, "job_state": state, "state_reason": reason, "partition": partition, "features": "",
-        "hold": False, "node_count": num(node_count), "max_nodes": num(0), "cpus": num(cpus),
-        "minimum_cpus_per_node": num(1), "tasks": num(1), "tasks_per_node": num(0, set_=False),
-        "tres_per_node": "", "tres_per_job": "", "tres_per_task": "", "tres_req_str": f"cpu={cpus},node={node_count}",
-        "tres_alloc_str": "", "required_nodes": "", "dependency": "", "user_name": "researcher",
-        "array_job_id": num(0), "array_task_id": num(0, set_=False), "array_task_string": "",
-        "array_max_tasks": num(0), "batch_flag": True, "requeue": True, "nodes": "",
+def job(job_id: int, state: str = "PENDING", *, partition: str = "main", reason: str = "None", nodes: int = 1,
+        cpus: int = 1, **over: Any) -> JobRecord:
+    """A job record as squeue's compact listing gives it: a one-node, one-CPU job of partition main."""
+    fields: dict[str, Any] = {
+        "job_id": job_id, "state": state, "priority": 1, "nodes": nodes, "max_nodes": nodes, "cpus": cpus,
+        "cpus_per_node": 1, "tasks": 1, "tasks_per_node": 0, "array_tasks": "",
+        "partitions": tuple(partition.split(",")),
+        "required_nodes": "", "tres_alloc": f"cpu={cpus},mem=1G,node={nodes},billing={cpus}", "tres_per_node": "",
+        "tres_per_job": "", "tres_per_task": "", "reason": reason, "features": "",
     }
-    doc.update(over)
-    return doc
+    fields.update(over)
+    return JobRecord(**fields)
+
+
+def line(record: JobRecord) -> str:
+    """The line squeue prints for ``record`` with slurmpod.joblist.ARGV (N/A and (null) where it prints them)."""
+    values = (record.job_id, record.state, record.priority, record.nodes, record.max_nodes, record.cpus,
+              record.cpus_per_node, record.tasks, record.tasks_per_node, record.array_tasks or "N/A",
+              ",".join(record.partitions), record.required_nodes, record.tres_alloc or "N/A",
+              record.tres_per_node or "N/A", record.tres_per_job or "N/A", record.tres_per_task or "N/A",
+              record.reason, record.features or "(null)")
+    return joblist.SEPARATOR.join(str(v) for v in values)
+
+
+def listing(jobs: Sequence[JobRecord]) -> JobListing:
+    return JobListing(tuple(jobs))
 
 
 def partition(name: str, *, nodes: int, cpus: int) -> dict[str, Any]:
@@ -80,16 +97,15 @@ def diag(**over: Any) -> dict[str, Any]:
     return {"statistics": stats, "meta": {}, "errors": [], "warnings": []}
 
 
-def reports(nodes: list[dict[str, Any]], jobs: list[dict[str, Any]], partitions: list[dict[str, Any]],
+def reports(nodes: list[dict[str, Any]], partitions: list[dict[str, Any]],
             stats: dict[str, Any] | None = None) -> dict[Report, dict[str, Any]]:
     """What the fake Slurm answers for each document."""
     return {Report.NODES: {"nodes": nodes, "errors": [], "warnings": []},
-            Report.JOBS: {"jobs": jobs, "errors": [], "warnings": []},
             Report.PARTITIONS: {"partitions": partitions, "errors": [], "warnings": []},
             Report.DIAG: stats if stats is not None else diag()}
 
 
-def synthetic(n_nodes: int = 1000, n_jobs: int = 10_000) -> dict[Report, dict[str, Any]]:
+def synthetic(n_nodes: int = 1000, n_jobs: int = 10_000) -> tuple[dict[Report, dict[str, Any]], JobListing]:
     """A large cluster: ``n_nodes`` GPU nodes in two NodeSets and partitions, ``n_jobs`` jobs (a quarter
     running, the rest pending, some of them arrays, some held)."""
     nodes = []
@@ -104,18 +120,14 @@ def synthetic(n_nodes: int = 1000, n_jobs: int = 10_000) -> dict[Report, dict[st
     for j in range(n_jobs):
         part = "gpu" if (j // 4) % 2 else "main"
         if j % 4 == 0:
-            jobs.append(job(j + 1, ["RUNNING"], partition=part, cpus=8,
-                            tres_alloc_str="cpu=8,mem=16G,node=1,gres/gpu=2",
-                            nodes=f"{part}-worker-{j % n_nodes}"))
+            jobs.append(job(j + 1, "RUNNING", partition=part, cpus=8, tres_alloc="cpu=8,mem=16G,node=1,gres/gpu=2"))
         elif j % 4 == 1:
-            jobs.append(job(j + 1, ["PENDING"], partition=part, reason="Resources",
-                            features="gpu" if part == "gpu" else "cpu",
-                            tres_per_node="gres/gpu:4" if part == "gpu" else "", node_count=2))
+            jobs.append(job(j + 1, partition=part, reason="Resources", features="gpu" if part == "gpu" else "cpu",
+                            tres_per_node="gres/gpu:4" if part == "gpu" else "", nodes=2))
         elif j % 4 == 2:
-            jobs.append(job(j + 1, ["PENDING"], partition=part, reason="Priority", array_task_string="1-20%5",
-                            array_max_tasks=num(5), array_job_id=num(j + 1)))
+            jobs.append(job(j + 1, partition=part, reason="Priority", array_tasks="1-20%5"))
         else:
-            jobs.append(job(j + 1, ["PENDING"], partition=part, reason="JobHeldUser", hold=True))
+            jobs.append(job(j + 1, partition=part, reason="JobHeldUser", priority=0))
     parts = [partition("main", nodes=n_nodes // 2, cpus=16 * n_nodes), partition("gpu", nodes=n_nodes // 2,
                                                                                     cpus=16 * n_nodes)]
-    return reports(nodes, jobs, parts)
+    return reports(nodes, parts), listing(jobs)

@@ -1,13 +1,12 @@
 """Pending demand per NodeSet: which pending jobs more nodes could start, which NodeSet could run them, and
-how many nodes they ask. Job records are shaped like `squeue --json` of Slurm 24.11 (data_parser v0.0.42;
-26.05's v0.0.45 prints the same fields).
+how many nodes they ask. Job records are those of squeue's compact listing (slurmpod.joblist), as Slurm
+24.11 and 26.05 print them.
 
-Ref: https://slurm.schedmd.com/rest_api.html#v0.0.42_job_info
+Ref: https://slurm.schedmd.com/squeue.html#OPT_Format
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -15,56 +14,36 @@ import pytest
 
 from slurmpod import demand
 from slurmpod.demand import NodeSetShape, PendingJob
-from slurmpod.errors import TransientError
+from slurmpod.joblist import JobRecord
 from slurmpod.nodestate import NodeState
 
 
-def _no(n: int = 0, *, set_: bool = True) -> dict[str, Any]:
-    return {"set": set_, "infinite": False, "number": n}
-
-
-def _job(job_id: int = 10, **over: Any) -> dict[str, Any]:
+def _job(job_id: int = 10, **over: Any) -> JobRecord:
     """A pending one-node job in partition main, waiting for resources."""
-    job: dict[str, Any] = {
-        "job_id": job_id,
-        "job_state": ["PENDING"],
-        "state_reason": "Resources",
-        "partition": "main",
-        "features": "",
-        "hold": False,
-        "node_count": _no(1),
-        "max_nodes": _no(0),
-        "minimum_cpus_per_node": _no(1),
-        "tasks": _no(1),
-        "tasks_per_node": _no(0, set_=False),
-        "tres_per_node": "",
-        "tres_per_job": "",
-        "tres_per_task": "",
-        "required_nodes": "",
-        "dependency": "",
-        "array_job_id": _no(0),
-        "array_task_id": _no(0, set_=False),
-        "array_task_string": "",
-        "array_max_tasks": _no(0),
+    fields: dict[str, Any] = {
+        "job_id": job_id, "state": "PENDING", "priority": 1, "nodes": 1, "max_nodes": 1, "cpus": 1,
+        "cpus_per_node": 1, "tasks": 1, "tasks_per_node": 0, "array_tasks": "", "partitions": ("main",),
+        "required_nodes": "", "tres_alloc": "cpu=1,mem=1G,node=1,billing=1", "tres_per_node": "", "tres_per_job": "",
+        "tres_per_task": "", "reason": "Resources", "features": "",
     }
-    job.update(over)
-    return job
+    fields.update(over)
+    return JobRecord(**fields)
 
 
 GPU = NodeSetShape("gpu", "gpu", ("main", "gpu"), cpus=32, gpus=8)
 
 
 def _pending(**over: Any) -> tuple[PendingJob, ...]:
-    return demand.parse_pending(json.dumps({"jobs": [_job(**over)]}))
+    return demand.pending_from([_job(**over)])
 
 
 def _demand(shape: NodeSetShape = GPU, **over: Any) -> int:
     return demand.demand_nodes(_pending(**over), shape)
 
 
-def test_parse_pending_fields() -> None:
-    (job,) = _pending(job_id=42, partition="gpu,main", features="gpu&ib", node_count=_no(4),
-                      minimum_cpus_per_node=_no(16), tres_per_node="gres/gpu:h100:8")
+def test_pending_fields() -> None:
+    (job,) = _pending(job_id=42, partitions=("gpu", "main"), features="gpu&ib", nodes=4, cpus_per_node=16,
+                      tres_per_node="gres/gpu:h100:8")
     assert job == PendingJob(job_id=42, partitions=("gpu", "main"), features="gpu&ib", nodes=4, gpus_per_node=8,
                              cpus_per_node=16)
 
@@ -73,46 +52,64 @@ def test_parse_pending_fields() -> None:
     ("over", "nodes"),
     [
         ({}, 1),
-        ({"state_reason": "Priority"}, 1),
-        ({"state_reason": "None"}, 1),
-        ({"state_reason": "PartitionNodeLimit", "node_count": _no(3)}, 3),
-        ({"state_reason": "ReqNodeNotAvail"}, 1),
-        ({"state_reason": "NodeDown"}, 1),
-        ({"state_reason": "SchedDefer"}, 1),
-        ({"state_reason": "ReasonFromANewerSlurm"}, 1),
-        ({"hold": True, "state_reason": "Resources"}, 0),
-        ({"state_reason": "JobHeldUser"}, 0),
-        ({"state_reason": "JobHeldAdmin"}, 0),
-        ({"state_reason": "Dependency", "dependency": "afterok:9(unfulfilled)"}, 0),
-        ({"state_reason": "DependencyNeverSatisfied"}, 0),
-        ({"state_reason": "BeginTime"}, 0),
-        ({"state_reason": "ReqNodeNotAvail", "required_nodes": "gpu-worker-3"}, 0),
-        ({"state_reason": "NodeDown", "required_nodes": "gpu-worker-3"}, 0),
-        ({"state_reason": "Priority", "required_nodes": "gpu-worker-3"}, 0),
-        ({"state_reason": "Resources", "required_nodes": "gpu-worker-[0-1]", "node_count": _no(2)}, 0),
-        ({"state_reason": "Resources", "required_nodes": "gpu-worker-3", "node_count": _no(3)}, 2),
-        ({"state_reason": "PartitionDown"}, 0),
-        ({"state_reason": "PartitionInactive"}, 0),
-        ({"state_reason": "PartitionTimeLimit"}, 0),
-        ({"state_reason": "AssocMaxJobsLimit"}, 0),
-        ({"state_reason": "AssocGrpNodeLimit"}, 0),
-        ({"state_reason": "AssociationJobLimit"}, 0),
-        ({"state_reason": "QOSMaxJobsPerUserLimit"}, 0),
-        ({"state_reason": "QOSGrpGRES"}, 0),
-        ({"state_reason": "Licenses"}, 0),
-        ({"state_reason": "Reservation"}, 0),
-        ({"state_reason": "BadConstraints"}, 0),
-        ({"state_reason": "JobArrayTaskLimit", "array_task_string": "1-9%2"}, 0),
-        ({"job_state": ["RUNNING"]}, 0),
-        ({"job_state": ["PENDING", "REQUEUED"]}, 1),
+        ({"reason": "Priority"}, 1),
+        ({"reason": "None"}, 1),
+        ({"reason": "PartitionNodeLimit", "nodes": 3}, 3),
+        ({"reason": "ReqNodeNotAvail"}, 1),
+        ({"reason": "NodeDown"}, 1),
+        ({"reason": "SchedDefer"}, 1),
+        ({"reason": "ReasonFromANewerSlurm"}, 1),
+        ({"priority": 0, "reason": "Resources"}, 0),
+        ({"reason": "JobHeldUser"}, 0),
+        ({"reason": "JobHeldAdmin"}, 0),
+        ({"reason": "Dependency"}, 0),
+        ({"reason": "DependencyNeverSatisfied"}, 0),
+        ({"reason": "BeginTime"}, 0),
+        ({"reason": "ReqNodeNotAvail", "required_nodes": "gpu-worker-3"}, 0),
+        ({"reason": "NodeDown", "required_nodes": "gpu-worker-3"}, 0),
+        ({"reason": "Priority", "required_nodes": "gpu-worker-3"}, 0),
+        ({"reason": "Resources", "required_nodes": "gpu-worker-[0-1]", "nodes": 2}, 0),
+        ({"reason": "Resources", "required_nodes": "gpu-worker-3", "nodes": 3}, 2),
+        ({"reason": "PartitionDown"}, 0),
+        ({"reason": "PartitionInactive"}, 0),
+        ({"reason": "PartitionTimeLimit"}, 0),
+        ({"reason": "AssocMaxJobsLimit"}, 0),
+        ({"reason": "AssocGrpNodeLimit"}, 0),
+        ({"reason": "AssociationJobLimit"}, 0),
+        ({"reason": "QOSMaxJobsPerUserLimit"}, 0),
+        ({"reason": "QOSGrpGRES"}, 0),
+        ({"reason": "Licenses"}, 0),
+        ({"reason": "Reservation"}, 0),
+        ({"reason": "BadConstraints"}, 0),
+        ({"reason": "JobArrayTaskLimit", "array_tasks": "1-9%2"}, 0),
+        # slurmctld's descriptions, as squeue prints them in place of the code
+        ({"reason": "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"}, 1),
+        ({"reason": "ReqNodeNotAvail, May be reserved for other job"}, 1),
+        ({"reason": "ReqNodeNotAvail, UnavailableNodes:gpu-worker-3", "required_nodes": "gpu-worker-3"}, 0),
+        ({"reason": "Job's QOS not permitted to use this partition (gpu allows normal not low)"}, 0),
+        ({"reason": "Job is at or exceeds QOS normal's max TRES(cpu) minutes of 100 with 120"}, 0),
+        ({"reason": "Reservation maint was deleted"}, 0),
+        ({"reason": "job requeued in held state", "priority": 0}, 0),
+        ({"reason": "A description a newer Slurm writes"}, 1),
+        # an array's line that lists its tasks' reasons: it counts while one of them counts
+        ({"reason": "Resources,JobHeldUser", "array_tasks": "0-9"}, 10),
+        ({"reason": "JobArrayTaskLimit,BeginTime", "array_tasks": "0-9"}, 0),
+        ({"state": "RUNNING"}, 0),
+        ({"state": "CONFIGURING"}, 0),
+        ({"state": "COMPLETING"}, 0),
+        ({"state": "REQUEUED"}, 1),
+        ({"state": "EXPEDITING"}, 1),
     ],
     ids=["resources", "priority", "not-yet-evaluated", "partition-node-limit", "req-node-not-avail-no-nodelist",
-         "node-down-no-nodelist", "sched-defer", "unknown-reason", "hold-flag", "held-user", "held-admin",
+         "node-down-no-nodelist", "sched-defer", "unknown-reason", "held", "held-user", "held-admin",
          "dependency", "dependency-never", "begin-time", "named-node-not-avail", "named-node-down",
          "named-node-busy", "named-nodes-all-it-asks", "named-one-of-three", "partition-down",
          "partition-inactive", "partition-time-limit", "assoc-max-jobs", "assoc-grp-node", "association-job-limit",
          "qos-max-jobs-per-user", "qos-grp-gres", "licenses", "reservation", "bad-constraints", "array-throttled",
-         "running", "pending-with-a-flag"],
+         "described-resources", "described-req-node-not-avail", "described-named-node", "described-qos",
+         "described-limit", "described-reservation", "described-requeue-hold", "described-newer",
+         "array-reasons-one-curable", "array-reasons-none-curable", "running", "configuring", "completing",
+         "requeued", "expediting"],
 )
 def test_which_pending_jobs_more_nodes_could_start(over: dict[str, Any], nodes: int) -> None:
     assert _demand(**over) == nodes
@@ -173,10 +170,10 @@ def test_an_expression_not_judged_is_logged_once(caplog: pytest.LogCaptureFixtur
         ({"tres_per_node": "gres/gpu=4"}, 8, 4, True),
         ({"tres_per_node": "gres/shard:2,gres/gpu:a100:2"}, 8, 2, True),
         ({"tres_per_node": "gres/shard:9"}, 8, 0, True),
-        ({"tres_per_job": "gres/gpu:16", "node_count": _no(2)}, 8, 8, True),
-        ({"tres_per_job": "gres/gpu:17", "node_count": _no(2)}, 8, 9, False),
-        ({"tres_per_task": "gres/gpu:1", "tasks_per_node": _no(4)}, 8, 4, True),
-        ({"tres_per_task": "gres/gpu:2", "tasks": _no(8), "node_count": _no(2)}, 8, 8, True),
+        ({"tres_per_job": "gres/gpu:16", "nodes": 2}, 8, 8, True),
+        ({"tres_per_job": "gres/gpu:17", "nodes": 2}, 8, 9, False),
+        ({"tres_per_task": "gres/gpu:1", "tasks_per_node": 4}, 8, 4, True),
+        ({"tres_per_task": "gres/gpu:2", "tasks": 8, "nodes": 2}, 8, 8, True),
     ],
     ids=["four", "all-eight", "too-many", "unknown-shape", "typed", "typed-no-count", "no-count", "old-gres-form",
          "gres-colon", "equals", "beside-shards", "shards-only", "per-job-spread", "per-job-too-many",
@@ -194,71 +191,56 @@ def test_gpus_per_node(over: dict[str, Any], shape_gpus: int, per_node: int, fit
                          ids=["half", "all", "more-than-a-node", "unknown-shape"])
 def test_cpus_per_node(cpus: int, shape_cpus: int, fits: bool) -> None:
     shape = NodeSetShape("gpu", "gpu", ("main",), cpus=shape_cpus, gpus=0)
-    assert _demand(shape, minimum_cpus_per_node=_no(cpus)) == (1 if fits else 0)
+    assert _demand(shape, cpus_per_node=cpus) == (1 if fits else 0)
 
 
 @pytest.mark.parametrize(
-    ("partition", "shape_partitions", "fits"),
-    [("main", ("main",), True), ("gpu,main", ("main",), True), ("debug,gpu", ("main", "gpu"), True),
-     ("debug", ("main", "gpu"), False), ("debug,batch", ("main",), False), ("", ("main",), False)],
+    ("partitions", "shape_partitions", "fits"),
+    [(("main",), ("main",), True), (("gpu", "main"), ("main",), True), (("debug", "gpu"), ("main", "gpu"), True),
+     (("debug",), ("main", "gpu"), False), (("debug", "batch"), ("main",), False), ((), ("main",), False)],
     ids=["one", "second-of-two", "one-of-two-each", "another", "neither-of-two", "none"],
 )
-def test_partitions(partition: str, shape_partitions: tuple[str, ...], fits: bool) -> None:
+def test_partitions(partitions: tuple[str, ...], shape_partitions: tuple[str, ...], fits: bool) -> None:
     shape = NodeSetShape("gpu", "gpu", shape_partitions, cpus=0, gpus=0)
-    assert _demand(shape, partition=partition) == (1 if fits else 0)
+    assert _demand(shape, partitions=partitions) == (1 if fits else 0)
 
 
 @pytest.mark.parametrize(
     ("array", "node_count", "nodes"),
     [
-        ({"array_task_string": "1-10"}, 1, 10),
-        ({"array_task_string": "1-10"}, 2, 20),
-        ({"array_task_string": "1-10%3", "array_max_tasks": _no(3)}, 1, 3),
-        ({"array_task_string": "1-2%3", "array_max_tasks": _no(3)}, 1, 2),
-        ({"array_task_string": "1,3,5-7"}, 1, 5),
-        ({"array_task_string": "0-99:3"}, 1, 34),
-        ({"array_task_string": "1-3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47,..."}, 1, 25),
-        ({"array_task_string": "7", "array_task_id": _no(7)}, 1, 1),
-        ({"array_task_string": "", "array_task_id": _no(3)}, 2, 2),
-        ({"array_task_string": "garbled"}, 1, 1),
+        ("1-10", 1, 10),
+        ("1-10", 2, 20),
+        ("1-10%3", 1, 3),
+        ("1-2%3", 1, 2),
+        ("1,3,5-7", 1, 5),
+        ("0-99:3", 1, 34),
+        ("1-3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47,...", 1, 25),
+        ("1-3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47,...%4", 1, 4),
+        ("7", 1, 1),
+        ("3", 2, 2),
+        ("garbled", 1, 1),
     ],
     ids=["ten-tasks", "ten-tasks-two-nodes", "throttled", "fewer-than-throttle", "list", "step", "cut-by-squeue",
-         "one-task-record", "requeued-task", "unreadable"],
+         "cut-and-throttled", "one-task-record", "split-task", "unreadable"],
 )
-def test_a_pending_array_counts_the_tasks_that_may_start(array: dict[str, Any], node_count: int, nodes: int) -> None:
-    assert _demand(node_count=_no(node_count), **array) == nodes
+def test_a_pending_array_counts_the_tasks_that_may_start(array: str, node_count: int, nodes: int) -> None:
+    assert _demand(nodes=node_count, array_tasks=array) == nodes
 
 
 def test_each_nodeset_counts_the_jobs_it_fits_and_a_job_fitting_two_counts_twice() -> None:
-    jobs = demand.parse_pending(json.dumps({"jobs": [
-        _job(1, features="gpu", node_count=_no(2)),
-        _job(2, features="cpu", node_count=_no(3)),
-        _job(3, node_count=_no(4)),
+    jobs = demand.pending_from([
+        _job(1, features="gpu", nodes=2),
+        _job(2, features="cpu", nodes=3),
+        _job(3, nodes=4),
         _job(4, features="gpu|cpu"),
-        _job(5, hold=True, node_count=_no(100)),
-        _job(6, job_state=["RUNNING"], node_count=_no(100)),
-    ]}))
+        _job(5, priority=0, nodes=100),
+        _job(6, state="RUNNING", nodes=100),
+    ])
     cpu = NodeSetShape("cpu", "cpu", ("main",), cpus=0, gpus=0)
     assert [j.job_id for j in jobs] == [1, 2, 3, 4]
     assert demand.demand_nodes(jobs, GPU) == 2 + 4 + 1
     assert demand.demand_nodes(jobs, cpu) == 3 + 4 + 1
     assert demand.demand_nodes((), GPU) == 0
-
-
-@pytest.mark.parametrize("text", ["", "squeue: error: Invalid user", '{"jobs": [', "[]"],
-                         ids=["empty", "text", "half-written", "list"])
-def test_parse_pending_refuses_what_is_not_a_squeue_document(text: str) -> None:
-    with pytest.raises(TransientError):
-        demand.parse_pending(text)
-
-
-def test_parse_pending_tolerates_odd_shapes() -> None:
-    doc = {"jobs": [None, 3, {"job_id": 5, "job_state": "PENDING", "partition": "main"},
-                    {"job_id": 6, "job_state": "PENDING+REQUEUED", "partition": None, "features": None}]}
-    jobs = demand.parse_pending(json.dumps(doc))
-    assert [(j.job_id, j.nodes, j.partitions, j.features) for j in jobs] == [(5, 1, ("main",), ""), (6, 1, (), "")]
-    assert demand.parse_pending('{"jobs": {}}') == ()
-    assert demand.parse_pending("{}") == ()
 
 
 def test_with_capacity_takes_the_registered_nodes_of_the_nodeset() -> None:

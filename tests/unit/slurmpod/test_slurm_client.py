@@ -10,8 +10,10 @@ import json
 from collections.abc import Callable, Sequence
 
 import pytest
+import slurmdocs
 from fakes.slurm_client import ADMIN_REASON_300
 
+from slurmpod import joblist
 from slurmpod.commands import Result
 from slurmpod.errors import BadInput, PermanentError, TransientError
 from slurmpod.slurm import CliSlurmClient, Placeholder, Report, SlurmRefused, reason_arg
@@ -49,10 +51,11 @@ CALLS: dict[str, Callable[[CliSlurmClient], object]] = {
     "reconfigure": lambda c: c.reconfigure(),
     "set_topology": lambda c: c.set_topology("w-0", "default:b1"),
     "sinfo_summary": lambda c: c.sinfo_summary(),
-    "report": lambda c: c.report(Report.JOBS),
+    "report": lambda c: c.report(Report.NODES),
+    "job_list": lambda c: c.job_list(),
     "pending_jobs": lambda c: c.pending_jobs(),
 }
-READERS = ["nodes", "node", "jobs_on_node", "report", "pending_jobs"]
+READERS = ["nodes", "node", "jobs_on_node", "report"]  # of JSON
 
 UNREACHABLE = [
     "slurm_load_node error: Unable to contact slurm controller (connect failure)",
@@ -168,13 +171,15 @@ def test_runner_errors_pass_through(exc: Exception) -> None:
         (lambda c: c.nodes(future=True), ("scontrol", "--future", "show", "nodes", "--json")),
         (lambda c: c.node("w-0", future=True), ("scontrol", "--future", "show", "node", "w-0", "--json")),
         (lambda c: c.report(Report.NODES), ("scontrol", "--future", "show", "nodes", "--json")),
-        (lambda c: c.report(Report.JOBS), ("squeue", "--json")),
         (lambda c: c.report(Report.PARTITIONS), ("scontrol", "show", "partitions", "--json")),
         (lambda c: c.report(Report.DIAG), ("sdiag", "--json")),
-        (lambda c: c.pending_jobs(), ("squeue", "--states=PENDING", "--json")),
+        (lambda c: c.job_list(), joblist.ARGV),
+        (lambda c: c.job_list(pending=True), ("squeue", "--states=PENDING", *joblist.ARGV[1:])),
+        (lambda c: c.pending_jobs(), ("squeue", "--states=PENDING", *joblist.ARGV[1:])),
     ],
     ids=["drain", "resume", "requeue", "start-now", "delete", "placeholder", "placeholder-bare", "nodes-future",
-         "node-future", "report-nodes", "report-jobs", "report-partitions", "report-diag", "pending-jobs"],
+         "node-future", "report-nodes", "report-partitions", "report-diag", "job-list", "job-list-pending",
+         "pending-jobs"],
 )
 def test_argv(call: Callable[[CliSlurmClient], object], argv: tuple[str, ...]) -> None:
     runner = FakeRunner(stdout=NODE_DOC)
@@ -182,16 +187,35 @@ def test_argv(call: Callable[[CliSlurmClient], object], argv: tuple[str, ...]) -
     assert runner.calls[0][0] == argv
 
 
-def test_report_and_pending_jobs_parse_the_answer_with_the_timeout_given() -> None:
-    runner = FakeRunner(stdout=json.dumps({"jobs": [
-        {"job_id": 8, "job_state": ["PENDING"], "partition": "main", "node_count": {"set": True, "number": 2},
-         "state_reason": "Resources"},
-        {"job_id": 9, "job_state": ["PENDING"], "partition": "main", "state_reason": "Dependency"}]}))
+LISTING = "".join(f"{slurmdocs.line(job)}\n" for job in (
+    slurmdocs.job(8, reason="Resources", nodes=2), slurmdocs.job(9, reason="Dependency"), slurmdocs.job(10, "RUNNING")))
+
+
+def test_job_list_and_pending_jobs_parse_the_answer_with_the_timeout_given() -> None:
+    runner = FakeRunner(stdout=LISTING)
     client = CliSlurmClient(runner)
-    assert client.report(Report.JOBS, timeout=4.0)["jobs"][0]["job_id"] == 8
+    listing = client.job_list(timeout=4.0)
+    assert ([r.job_id for r in listing.records], listing.unparsed) == ([8, 9, 10], 0)
     (job,) = client.pending_jobs(timeout=6.0)
     assert (job.job_id, job.nodes, job.partitions) == (8, 2, ("main",))
     assert [t for _, t in runner.calls] == [4.0, 6.0]
+
+
+@pytest.mark.parametrize("stdout", ["", "Segmentation fault\n", '{"jobs": []}'], ids=["empty", "text", "json"])
+def test_a_listing_of_lines_that_do_not_parse_counts_them(stdout: str) -> None:
+    """squeue answered (exit 0): what it printed is its listing; a line that is not one of its lines is
+    counted, never read as a job, and never fails the read."""
+    listing = CliSlurmClient(FakeRunner(stdout=LISTING + stdout)).job_list()
+    assert (len(listing.records), listing.unparsed) == (3, stdout.count("\n") or int(bool(stdout)))
+
+
+def test_a_field_name_squeue_does_not_know_is_transient() -> None:
+    """A Slurm that renamed a --Format field prints an error and lines of other fields: not a listing."""
+    runner = FakeRunner(stdout="8\n", stderr="squeue: error: Invalid job format specification: tres-per-task\n")
+    with pytest.raises(TransientError, match="Invalid job format"):
+        CliSlurmClient(runner).job_list()
+    with pytest.raises(TransientError):
+        CliSlurmClient(runner).pending_jobs()
 
 
 def test_start_now_of_nothing_runs_nothing() -> None:

@@ -17,10 +17,11 @@ from golden import check_golden
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
-from slurmdocs import job, node, num, partition
+from slurmdocs import job, node, partition
 
 from slurmpod.demand import NodeSetShape
 from slurmpod.entrypoints.exporter import collect
+from slurmpod.joblist import JobListing
 from slurmpod.slurm import Report
 
 
@@ -71,9 +72,10 @@ schedule_cycle_max schedule_cycle_tot schedule_queue_len sdiag_job_states_ts sdi
 sdiag_jobs_completed sdiag_jobs_failed sdiag_jobs_pending sdiag_jobs_running sdiag_jobs_started sdiag_jobs_submitted
 sdiag_latency server_thread_cnt slurmdbd_queue_size""")
 SLURMCTLD = SLURMCTLD_NODES | SLURMCTLD_JOBS | SLURMCTLD_PARTITIONS | SLURMCTLD_SCHEDULER
-# Finished jobs: squeue's default listing (what the exporter reads) holds none (docs/metrics.md).
+# Finished jobs: squeue's default listing (what the exporter reads) holds none; POWER_UP_NODE: squeue never
+# names that state flag (docs/metrics.md).
 FINISHED = ("bootfail", "cancelled", "completed", "deadline", "failed", "finished", "node_failed", "outofmemory",
-            "preempted", "started", "timeout")
+            "preempted", "started", "timeout", "powerup_node")
 NOT_SERVED = {f"slurm_jobs_{s}" for s in FINISHED} | {f"slurm_partition_jobs_{s}" for s in FINISHED}
 
 NODESETS = (NodeSetShape("gpu", "gpu", ("gpu",), cpus=0, gpus=0), NodeSetShape("cpu", "cpu", ("main",), cpus=0, gpus=0),
@@ -81,7 +83,7 @@ NODESETS = (NodeSetShape("gpu", "gpu", ("gpu",), cpus=0, gpus=0), NodeSetShape("
 H100 = "gpu:h100:8(S:0-1)"
 
 
-def _cluster() -> dict[Report, dict[str, Any]]:
+def _cluster() -> tuple[dict[Report, dict[str, Any]], JobListing]:
     """Twelve nodes in every state slurmpod cares about, ten jobs in partitions gpu and main."""
     gpu = {"partitions": ("gpu",), "features": ("gpu",), "gres": H100}
     cpu = {"partitions": ("main",), "features": ("cpu",)}
@@ -100,26 +102,26 @@ def _cluster() -> dict[Report, dict[str, Any]]:
         node("cpu-6", ["ALLOCATED", "COMPLETING"], alloc_cpus=32, **cpu),
     ]
     jobs = [
-        job(1, ["RUNNING"], partition="gpu", cpus=40, node_count=2, tres_alloc_str="cpu=40,mem=40G,node=2,gres/gpu=10"),
-        job(2, ["RUNNING"], cpus=4, tres_alloc_str="cpu=4,mem=4000M,node=1"),
-        job(3, ["PENDING"], partition="gpu", reason="Resources", node_count=2, tres_per_node="gres/gpu:8",
-            features="gpu"),
-        job(4, ["PENDING"], partition="gpu,main", reason="Priority"),
-        job(5, ["PENDING"], reason="JobHeldUser", hold=True, node_count=5),
-        job(6, ["PENDING"], reason="Priority", array_task_string="1-10%4", array_max_tasks=num(4),
-            array_job_id=num(6)),
-        job(7, ["PENDING"], reason="PartitionNodeLimit", node_count=3),
-        job(8, ["COMPLETED", "COMPLETING"]),
-        job(9, ["SUSPENDED"], cpus=2, tres_alloc_str="cpu=2,node=1"),
-        job(10, ["PENDING"], partition="gpu", reason="Dependency", node_count=4, max_nodes=num(6)),
+        job(1, "RUNNING", partition="gpu", cpus=40, nodes=2, tres_alloc="cpu=40,mem=40G,node=2,gres/gpu=10"),
+        job(2, "RUNNING", cpus=4, tres_alloc="cpu=4,mem=4000M,node=1"),
+        job(3, partition="gpu", reason="Resources", nodes=2, tres_per_node="gres/gpu:8", features="gpu"),
+        job(4, partition="gpu,main", reason="Priority"),
+        job(5, reason="JobHeldUser", priority=0, nodes=5),
+        job(6, reason="Priority", array_tasks="1-10%4"),
+        job(7, reason="PartitionNodeLimit", nodes=3),
+        job(8, "COMPLETING"),
+        job(9, "SUSPENDED", cpus=2, tres_alloc="cpu=2,node=1"),
+        job(10, partition="gpu", reason="Dependency", nodes=4, max_nodes=6),
+        job(11, "CONFIGURING", partition="gpu", cpus=8, tres_alloc="cpu=8,mem=8G,node=1,gres/gpu=1"),
+        job(12, "REQUEUED", reason="BeginTime"),
     ]
     parts = [partition("gpu", nodes=5, cpus=160), partition("main", nodes=7, cpus=224)]
-    return slurmdocs.reports(nodes, jobs, parts)
+    return slurmdocs.reports(nodes, parts), slurmdocs.listing(jobs)
 
 
-def _families(docs: dict[Report, dict[str, Any]] | None = None) -> list[Metric]:
-    d = docs or _cluster()
-    snap = collect.Snapshot(d[Report.NODES], d[Report.JOBS], d[Report.PARTITIONS], d[Report.DIAG])
+def _families(cluster: tuple[dict[Report, dict[str, Any]], JobListing] | None = None) -> list[Metric]:
+    d, jobs = cluster or _cluster()
+    snap = collect.Snapshot(d[Report.NODES], jobs, d[Report.PARTITIONS], d[Report.DIAG])
     return collect.slurm_families(snap, NODESETS)
 
 
@@ -184,15 +186,17 @@ def test_exposition_golden() -> None:
         ("slurm_node_gpus_alloc", {"node": "gpu-1"}, 2),
         ("slurm_node_memory_bytes", {"node": "gpu-0"}, 65536),
         ("slurm_node_memory_alloc_bytes", {"node": "gpu-0"}, 32768),
-        ("slurm_jobs", {}, 19),
-        ("slurm_jobs_pending", {}, 15),
+        ("slurm_jobs", {}, 21),
+        ("slurm_jobs_pending", {}, 16),
         ("slurm_jobs_hold", {}, 1),
-        ("slurm_jobs_running", {}, 2),
+        ("slurm_jobs_running", {}, 3),  # a CONFIGURING job runs
         ("slurm_jobs_suspended", {}, 1),
         ("slurm_jobs_completing", {}, 1),
-        ("slurm_jobs_cpus_alloc", {}, 46),
-        ("slurm_jobs_memory_alloc", {}, 40960 + 4000),
-        ("slurm_jobs_gpus_alloc", {}, 10),
+        ("slurm_jobs_configuring", {}, 1),
+        ("slurm_jobs_requeued", {}, 1),
+        ("slurm_jobs_cpus_alloc", {}, 54),
+        ("slurm_jobs_memory_alloc", {}, 40960 + 4000 + 8192),
+        ("slurm_jobs_gpus_alloc", {}, 11),
         ("slurm_jobs_nodes_alloc", {}, 4),
         ("slurm_partitions", {}, 2),
         ("slurm_partition_nodes", {"partition": "gpu"}, 5),
@@ -202,17 +206,17 @@ def test_exposition_golden() -> None:
         ("slurm_partition_nodes_drain", {"partition": "gpu"}, 2),
         ("slurm_partition_nodes_draining", {"partition": "gpu"}, 1),
         ("slurm_partition_nodes_cpus_idle", {"partition": "gpu"}, 0 + 24 + 32 + 28 + 32),
-        ("slurm_partition_jobs", {"partition": "gpu"}, 4),
-        ("slurm_partition_jobs", {"partition": "main"}, 6),
+        ("slurm_partition_jobs", {"partition": "gpu"}, 5),
+        ("slurm_partition_jobs", {"partition": "main"}, 7),
         ("slurm_partition_jobs_pending", {"partition": "gpu"}, 3),
-        ("slurm_partition_jobs_pending", {"partition": "main"}, 12),
+        ("slurm_partition_jobs_pending", {"partition": "main"}, 13),
         ("slurm_partition_jobs_hold", {"partition": "main"}, 1),
         ("slurm_partition_jobs_max_job_nodes", {"partition": "main"}, 5),
         ("slurm_partition_jobs_max_job_nodes_nohold", {"partition": "main"}, 3),
         ("slurm_partition_jobs_max_job_nodes", {"partition": "gpu"}, 6),
         ("slurm_partition_jobs_min_job_nodes_nohold", {"partition": "gpu"}, 4),
         ("slurm_partition_jobs_wait_part_node_limit", {"partition": "main"}, 1),
-        ("slurm_partition_jobs_cpus_alloc", {"partition": "gpu"}, 40),
+        ("slurm_partition_jobs_cpus_alloc", {"partition": "gpu"}, 48),
         ("slurm_sched_mean_cycle", {}, 10000 // 40),
         ("slurm_bf_mean_table_sz", {}, 9 // 4),
         ("slurm_sched_exit_end", {}, 38),
@@ -229,7 +233,7 @@ def test_slurm_values(name: str, labels: dict[str, str], value: float) -> None:
     ("name", "labels", "value"),
     [
         # gpu: job 3 (2 nodes of 8 GPUs) and job 4 (no constraint, gpu is one of its partitions); job 10 waits on a
-        # dependency
+        # dependency, job 12 (requeued) on its begin time
         ("slurmpod_nodeset_demand_nodes", {"nodeset": "gpu"}, 3),
         # cpu: job 4, job 6 (an array of 10 throttled to 4), job 7 (3 nodes); job 5 is held
         ("slurmpod_nodeset_demand_nodes", {"nodeset": "cpu"}, 1 + 4 + 3),
@@ -285,10 +289,10 @@ def test_hostile_names_cannot_break_the_exposition() -> None:
     label value and the scrape still parses."""
     bad = 'p"a\\rt\nslurm_nodes 999'
     nodes = [node('n"0\\\n', ["IDLE"], partitions=(bad,), features=("gpu",))]
-    jobs = [job(1, ["PENDING"], partition=bad, reason='Weird"\nreason')]
-    docs = slurmdocs.reports(nodes, jobs, [partition(bad, nodes=1, cpus=32)])
-    text = _text(_families(docs))
-    values = _values(_families(docs))
+    jobs = [job(1, partition=bad, reason='Weird"\nreason')]
+    cluster = slurmdocs.reports(nodes, [partition(bad, nodes=1, cpus=32)]), slurmdocs.listing(jobs)
+    text = _text(_families(cluster))
+    values = _values(_families(cluster))
     assert _v(values, "slurm_partition_jobs_pending", partition=bad) == 1
     assert _v(values, "slurm_node_cpus", node='n"0\\\n') == 32
     assert _v(values, "slurm_nodes") == 1  # the injected "slurm_nodes 999" is a label value, not a sample
@@ -296,7 +300,7 @@ def test_hostile_names_cannot_break_the_exposition() -> None:
 
 
 def test_documents_without_their_lists_serve_empty_not_broken_series() -> None:
-    snap = collect.Snapshot({}, {"jobs": "nope"}, {"partitions": [None, {"name": ""}]}, {})
+    snap = collect.Snapshot({}, JobListing(), {"partitions": [None, {"name": ""}]}, {})
     values = _values(collect.slurm_families(snap, NODESETS))
     assert _v(values, "slurm_nodes") == 0
     assert _v(values, "slurm_jobs_pending") == 0
@@ -353,9 +357,9 @@ def test_autoscale_decisions_from_the_counters_file() -> None:
 
 def test_a_large_cluster_counts_every_job_and_node() -> None:
     """1,000 nodes and 10,000 jobs (slurmdocs.synthetic): the counts add up at scale."""
-    docs = slurmdocs.synthetic(1000, 10_000)
-    values = _values(collect.slurm_families(collect.Snapshot(*(docs[r] for r in Report)), (
-        NodeSetShape("gpu", "gpu", ("gpu",), cpus=0, gpus=0),)))
+    docs, jobs = slurmdocs.synthetic(1000, 10_000)
+    snap = collect.Snapshot(docs[Report.NODES], jobs, docs[Report.PARTITIONS], docs[Report.DIAG])
+    values = _values(collect.slurm_families(snap, (NodeSetShape("gpu", "gpu", ("gpu",), cpus=0, gpus=0),)))
     assert _v(values, "slurm_nodes") == 1000
     assert _v(values, "slurm_jobs_running") == 2500
     # pending: 2,500 plain + 2,500 arrays of 20 tasks + 2,500 held

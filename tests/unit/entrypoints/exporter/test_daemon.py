@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,14 @@ from fakes.slurm_client import FakeSlurm
 from prometheus_client.parser import text_string_to_metric_families
 from slurmdocs import node
 
+from slurmpod import joblist
 from slurmpod import well_known as wk
 from slurmpod.demand import NodeSetShape
 from slurmpod.entrypoints import cluster_spec
 from slurmpod.entrypoints.exporter import daemon
 from slurmpod.entrypoints.exporter.poll import Poller
 from slurmpod.errors import BadInput
+from slurmpod.joblist import JobRecord
 from slurmpod.slurm import Report
 
 SLURMPOD = Path(sys.executable).with_name("slurmpod")
@@ -53,13 +56,14 @@ def test_a_flag_faster_than_the_floor_is_bad_input() -> None:
     assert err.value.problems[0].field == "--poll-seconds"
 
 
-def _stand_ins(tmp_path: Path, docs: dict[Report, dict[str, object]] | None) -> tuple[Path, Path]:
-    """scontrol, squeue and sdiag that print ``docs`` (None: that fail as when slurmctld is away), each
-    leaving a line in the calls file."""
+def _stand_ins(tmp_path: Path, docs: dict[Report, dict[str, object]] | None,
+               jobs: Sequence[JobRecord] = ()) -> tuple[Path, Path]:
+    """scontrol and sdiag that print ``docs``, squeue that prints the lines of ``jobs`` (None: that fail as
+    when slurmctld is away), each leaving a line in the calls file."""
     calls, bin_dir = tmp_path / "calls", tmp_path / "bin"
     bin_dir.mkdir()
-    by_tool = {"scontrol": {"nodes": Report.NODES, "partitions": Report.PARTITIONS}, "squeue": Report.JOBS,
-               "sdiag": Report.DIAG}
+    by_tool: dict[str, Report | dict[str, Report] | None] = {
+        "scontrol": {"nodes": Report.NODES, "partitions": Report.PARTITIONS}, "squeue": None, "sdiag": Report.DIAG}
     for tool, which in by_tool.items():
         lines = [f'echo "{tool} $*" >> {calls}']
         if docs is None:
@@ -69,6 +73,9 @@ def _stand_ins(tmp_path: Path, docs: dict[Report, dict[str, object]] | None) -> 
                 (tmp_path / f"{report.name}.json").write_text(json.dumps(docs[report]))
                 lines.append(f'case "$*" in *{word}*) cat {tmp_path / f"{report.name}.json"}; exit 0;; esac')
             lines.append("exit 1")
+        elif which is None:
+            (tmp_path / "squeue.txt").write_text("".join(f"{slurmdocs.line(j)}\n" for j in jobs))
+            lines.append(f"cat {tmp_path / 'squeue.txt'}")
         else:
             (tmp_path / f"{which.name}.json").write_text(json.dumps(docs[which]))
             lines.append(f"cat {tmp_path / f'{which.name}.json'}")
@@ -140,10 +147,9 @@ def _wait_for(port: int, name: str, seconds: float = 20.0) -> dict[str, float]:
 def test_the_command_serves_slurm_and_slurmpod_series_and_stops_on_sigterm(tmp_path: Path) -> None:
     docs = slurmdocs.reports([node("w-0", ["IDLE"], features=("h100",), partitions=("main", "gpu")),
                               node("w-1", ["ALLOCATED"], alloc_cpus=32, features=("h100",))],
-                             [slurmdocs.job(1, ["PENDING"], reason="Resources", node_count=3)],
                              [slurmdocs.partition("main", nodes=2, cpus=64),
                               slurmdocs.partition("gpu", nodes=1, cpus=32)])
-    calls, bin_dir = _stand_ins(tmp_path, docs)
+    calls, bin_dir = _stand_ins(tmp_path, docs, [slurmdocs.job(1, reason="Resources", nodes=3)])
     port = _free_port()
     env = _env(tmp_path, bin_dir, {**SPEC, "metrics": {"pollSeconds": 5}}, **{wk.ENV_EXPORTER_PORT: str(port)})
     proc = subprocess.Popen([str(SLURMPOD), "daemon", "exporter"], env=env, stdout=subprocess.PIPE,
@@ -157,8 +163,7 @@ def test_the_command_serves_slurm_and_slurmpod_series_and_stops_on_sigterm(tmp_p
         assert metrics["process_cpu_seconds_total"] >= 0  # the exporter's own cost, for who watches it
         before = calls.read_text().splitlines()
         assert sorted(before) == ["scontrol --future show nodes --json", "scontrol show partitions --json",
-                                  "sdiag --json",
-                                  "squeue --json"]
+                                  "sdiag --json", " ".join(joblist.ARGV)]
         for _ in range(10):
             _get(port)
         assert calls.read_text().splitlines() == before  # scrapes run no Slurm command
@@ -172,7 +177,7 @@ def test_the_command_serves_slurm_and_slurmpod_series_and_stops_on_sigterm(tmp_p
 
 def test_serve_answers_from_the_last_poll(tmp_path: Path) -> None:
     fake = FakeSlurm()
-    fake.reports = slurmdocs.reports([node("w-0", ["IDLE"])], [], [])
+    fake.reports = slurmdocs.reports([node("w-0", ["IDLE"])], [])
     poller = Poller(fake, daemon.settings(cluster_spec.parse(SPEC), None), clock=fake.clock)
     server = daemon.serve(poller, 0, addr="127.0.0.1")
     try:

@@ -3,6 +3,7 @@ last good poll kept and marked stale, a deadline per call, a bounded rate, and s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from slurmpod.demand import NodeSetShape
 from slurmpod.entrypoints.exporter import poll
 from slurmpod.entrypoints.exporter.poll import Poller, PollSettings, StateCollector
 from slurmpod.errors import SlurmpodError, TransientError
+from slurmpod.joblist import JobListing
 from slurmpod.slurm import DEFAULT_TIMEOUT, Report
 
 WALL = 1_767_225_600.0
@@ -32,9 +34,9 @@ class Wall:
 
 
 class FailingReport(FakeSlurm):
-    """The fake Slurm, failing one document's command (slurmctld answering some RPCs and not others)."""
+    """The fake Slurm, failing one read's command (slurmctld answering some RPCs and not others)."""
 
-    failing: dict[Report, SlurmpodError]
+    failing: dict[Report | str, SlurmpodError]
     timeouts: list[float]
 
     def report(self, which: Report, *, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
@@ -44,12 +46,25 @@ class FailingReport(FakeSlurm):
             raise self.failing[which]
         return doc
 
+    def job_list(self, *, pending: bool = False, timeout: float = DEFAULT_TIMEOUT) -> JobListing:
+        self.timeouts = [*getattr(self, "timeouts", []), timeout]
+        listing = super().job_list(pending=pending, timeout=timeout)
+        if poll.JOBS in getattr(self, "failing", {}):
+            raise self.failing[poll.JOBS]
+        return listing
 
-def _slurm(n_nodes: int = 3) -> FailingReport:
+
+def _slurm(n_nodes: int = 3, jobs: int = 1) -> FailingReport:
     fake = FailingReport()
-    fake.reports = slurmdocs.reports([node(f"w-{i}", ["IDLE"], features=("workers",)) for i in range(n_nodes)], [],
+    fake.reports = slurmdocs.reports([node(f"w-{i}", ["IDLE"], features=("workers",)) for i in range(n_nodes)],
                                      [slurmdocs.partition("main", nodes=n_nodes, cpus=32 * n_nodes)])
+    fake.listing = slurmdocs.listing([slurmdocs.job(j + 1, reason="Resources") for j in range(jobs)])
     return fake
+
+
+def _calls(fake: FakeSlurm) -> list[object]:
+    """What each call read: a document, or the job listing."""
+    return [args[0] if name == "report" else poll.JOBS for name, args in fake.calls]
 
 
 def _poller(fake: FakeSlurm, tmp_path: Path, wall: Wall | None = None, **over: Any) -> Poller:
@@ -75,7 +90,8 @@ def _scrape(poller: Poller) -> dict[str, float]:
 def test_a_poll_reads_the_four_documents_each_within_the_deadline(tmp_path: Path) -> None:
     fake = _slurm()
     state = _poller(fake, tmp_path).poll()
-    assert [args for name, args in fake.calls] == [(r,) for r in Report]
+    assert _calls(fake) == [Report.NODES, poll.JOBS, Report.PARTITIONS, Report.DIAG]
+    assert fake.called("job_list") == [(False,)]  # the whole listing, not its pending jobs only
     assert state.up and state.calls == 4 and state.failures == 0
     assert state.last_success == WALL
     assert state.poll_seconds == pytest.approx(4 * fake.call_seconds)
@@ -83,13 +99,14 @@ def test_a_poll_reads_the_four_documents_each_within_the_deadline(tmp_path: Path
     assert metrics["slurmpod_exporter_up"] == 0 and "slurm_nodes" not in metrics
 
 
-@pytest.mark.parametrize("failing", list(Report), ids=[r.name.lower() for r in Report])
-def test_a_failed_poll_keeps_the_last_good_poll_and_marks_it_stale(tmp_path: Path, failing: Report) -> None:
+@pytest.mark.parametrize("failing", poll.READS, ids=lambda r: (r.name if isinstance(r, Report) else r).lower())
+def test_a_failed_poll_keeps_the_last_good_poll_and_marks_it_stale(tmp_path: Path, failing: Report | str) -> None:
     fake, wall = _slurm(3), Wall()
     poller = _poller(fake, tmp_path, wall)
     good = poller.poll()
+    assert _scrape(poller)["slurm_jobs_pending"] == 1
     # slurmctld changes, then fails one read: the poll serves nothing of what it did read
-    fake.reports = _slurm(0).reports
+    fake.reports, fake.listing = _slurm(0).reports, _slurm(0, jobs=0).listing
     fake.failing = {failing: TransientError("Socket timed out on send/recv operation")}
     wall.now += 15
     stale = poller.poll()
@@ -97,6 +114,7 @@ def test_a_failed_poll_keeps_the_last_good_poll_and_marks_it_stale(tmp_path: Pat
     assert (stale.up, stale.last_success, stale.failures) == (False, WALL, 1)
     metrics = _scrape(poller)
     assert metrics["slurm_nodes"] == 3  # never zeroed to look like an empty cluster
+    assert metrics["slurm_jobs_pending"] == 1
     assert metrics["slurmpod_nodeset_nodes{nodeset=workers,state=idle}"] == 3
     assert metrics["slurmpod_exporter_up"] == 0
     assert metrics["slurmpod_exporter_last_poll_timestamp_seconds"] == WALL
@@ -106,8 +124,17 @@ def test_a_failed_poll_keeps_the_last_good_poll_and_marks_it_stale(tmp_path: Pat
     wall.now += 15
     assert poller.poll().up
     metrics = _scrape(poller)
-    assert (metrics["slurm_nodes"], metrics["slurmpod_exporter_up"]) == (0, 1)
+    assert (metrics["slurm_nodes"], metrics["slurm_jobs_pending"], metrics["slurmpod_exporter_up"]) == (0, 0, 1)
     assert metrics["slurmpod_exporter_last_poll_timestamp_seconds"] == WALL + 30
+
+
+def test_listing_lines_that_do_not_parse_are_counted_and_the_poll_stays_up(tmp_path: Path) -> None:
+    fake = _slurm(jobs=2)
+    fake.listing = dataclasses.replace(fake.listing, unparsed=3)
+    poller = _poller(fake, tmp_path)
+    assert poller.poll().up
+    metrics = _scrape(poller)
+    assert (metrics["slurm_jobs_pending"], metrics["slurmpod_exporter_unparsed_job_lines"]) == (2, 3)
 
 
 def test_a_controller_that_is_down_from_the_start_serves_only_up_zero(tmp_path: Path) -> None:

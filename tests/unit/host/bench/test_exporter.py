@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from slurmpod import joblist
 from slurmpod.entrypoints.cluster_spec import parse
+from slurmpod.entrypoints.exporter import poll
 from slurmpod.errors import PermanentError
-from slurmpod.slurm import Report as Document
 from slurmpod_host.bench import __main__ as bench
 from slurmpod_host.bench import exporter, exporter_probe
 from slurmpod_host.bench.exporter import Daemon, Side
@@ -75,9 +77,10 @@ def test_bare_script_times_the_commands_and_fails_with_them(tmp_path: Path) -> N
 
 
 def test_bare_script_runs_the_exporters_four_commands() -> None:
-    script = exporter_probe.bare_script([d.argv for d in Document])
-    assert script.count(">/dev/null") == len(Document) == 4
-    assert "scontrol --future show nodes --json >/dev/null" in script and "squeue --json >/dev/null" in script
+    script = exporter_probe.bare_script(poll.commands())
+    assert script.count(">/dev/null") == len(poll.READS) == 4
+    assert "scontrol --future show nodes --json >/dev/null" in script
+    assert f"{shlex.join(joblist.ARGV)} >/dev/null" in script
 
 
 @pytest.mark.parametrize(("stat", "ticks"), [
