@@ -50,6 +50,22 @@ def _jobs(kube: Kube, ids: list[int]) -> dict[int, dict[str, Any]]:
     return {i: kube.job(i) for i in ids}
 
 
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    """The pod's JSON log lines (SLURMPOD_LOG_FORMAT=json), whatever prefixes a line."""
+    out = []
+    for line in text.splitlines():
+        start = line.find("{")
+        if start < 0:
+            continue
+        try:
+            doc = json.loads(line[start:])
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            out.append(doc)
+    return out
+
+
 def _ended(job: dict[str, Any]) -> bool:
     """Ended, its epilog done (no COMPLETING flag left). Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES"""
     states = set(job["job_state"])
@@ -163,5 +179,6 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
     prometheus.wait_value("nothing wanted again", query, 0, METRIC_S)
     # ... and logged, one line each with the nodeset, the action and why.
     logs = kube.kubectl("-n", NAMESPACE, "logs", kube.controller, "-c", "slurmctld", timeout=60).stdout
+    decided = {(d.get("nodeset"), d.get("action")) for d in _json_lines(logs) if d.get("msg") == "autoscale"}
     for action in ("scale_out", "drain", "scale_in"):
-        assert any(f"nodeset={BURST}" in line and f"action={action}" in line for line in logs.splitlines()), action
+        assert (BURST, action) in decided, (action, sorted(decided))
