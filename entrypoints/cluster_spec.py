@@ -15,6 +15,7 @@ from typing import Any
 
 from slurmpod import confvalues, quantity
 from slurmpod import well_known as wk
+from slurmpod.demand import NodeSetShape
 from slurmpod.errors import BadInput
 from slurmpod.problems import Problems, Section, build, join
 from slurmpod.topology import blocksizes
@@ -704,6 +705,15 @@ def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
     if spec is None:
         raise AssertionError("a field failed validation without a problem recorded")
     return spec
+
+
+def demand_shape(spec: ClusterSpec, nodeset: NodeSetSpec) -> NodeSetShape:
+    """What slurmpod.demand judges a job against for ``nodeset``: its feature, the partitions that hold it
+    and its pods' CPUs and GPUs (0 where the spec has no shape). The exporter's demand gauge and the
+    autoscaler start from this same shape."""
+    return NodeSetShape(nodeset.name, nodeset.feature,
+                        tuple(p.name for p in spec.partitions if nodeset.name in p.nodesets),
+                        nodeset.shape.cpus, nodeset.shape.gpus)
 
 
 def load(path: Path) -> ClusterSpec:

@@ -18,7 +18,7 @@ from pathlib import Path
 from slurmpod import podinfo
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.autoscale import act, decide, observe
-from slurmpod.entrypoints.cluster_spec import ClusterSpec, NodeSetSpec, load
+from slurmpod.entrypoints.cluster_spec import ClusterSpec, NodeSetSpec, demand_shape, load
 from slurmpod.errors import BadInput, SlurmpodError
 from slurmpod.kube.seam import Kube
 from slurmpod.slurm import Placeholder, SlurmClient
@@ -118,10 +118,7 @@ def _demand_source(spec: ClusterSpec, client: SlurmClient) -> Demand:
     exporter computes the same numbers for slurmpod_nodeset_demand_nodes)."""
     from slurmpod import demand  # noqa: PLC0415 - the controller's alone
 
-    shapes = [demand.NodeSetShape(ns.name, ns.feature,
-                                  tuple(p.name for p in spec.partitions if ns.name in p.nodesets),
-                                  ns.shape.cpus, ns.shape.gpus)
-              for ns in managed(spec)]
+    shapes = [demand_shape(spec, ns) for ns in managed(spec)]
 
     def read() -> dict[str, int]:
         jobs = client.pending_jobs(timeout=SLURM_READ_TIMEOUT_S)

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, start_http_se
 
 from slurmpod import well_known as wk
 from slurmpod.demand import NodeSetShape
-from slurmpod.entrypoints.cluster_spec import ClusterSpec, load
+from slurmpod.entrypoints.cluster_spec import ClusterSpec, demand_shape, load
 from slurmpod.entrypoints.exporter.poll import Poller, PollSettings, StateCollector
 from slurmpod.errors import BadInput
 
@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def shapes(spec: ClusterSpec) -> tuple[NodeSetShape, ...]:
-    """Each NodeSet of the spec with the partitions that hold it; its nodes' size is learnt from Slurm."""
-    return tuple(NodeSetShape(ns.name, ns.feature, tuple(p.name for p in spec.partitions if ns.name in p.nodesets),
-                              cpus=0, gpus=0) for ns in spec.nodesets)
+    """Each NodeSet of the spec as the demand judges it; its registered nodes' size, where Slurm has any,
+    is learnt at each poll (collect.py)."""
+    return tuple(demand_shape(spec, ns) for ns in spec.nodesets)
 
 
 def serve(poller: Poller, port: int, addr: str = "0.0.0.0") -> Any:  # noqa: S104 - Prometheus scrapes the pod IP

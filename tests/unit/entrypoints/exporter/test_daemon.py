@@ -43,6 +43,12 @@ def test_shapes_are_the_specs_nodesets_with_the_partitions_that_hold_them() -> N
         NodeSetShape("cpu", "cpu", ("main",), cpus=0, gpus=0))
 
 
+def test_a_nodeset_with_a_shape_is_judged_by_it_as_the_autoscaler_judges_it() -> None:
+    spec = {**SPEC, "nodesets": [{"name": "gpu", "feature": "h100", "shape": {"cpu": "8", "memory": "64Gi",
+                                                                            "gpus": 4}}, {"name": "cpu"}]}
+    assert daemon.shapes(cluster_spec.parse(spec))[0] == NodeSetShape("gpu", "h100", ("main", "gpu"), cpus=8, gpus=4)
+
+
 @pytest.mark.parametrize(("metrics", "flag", "seconds"), [({}, None, 15.0), ({"pollSeconds": 60}, None, 60.0),
                                                           ({"pollSeconds": 60}, 7.5, 7.5)],
                          ids=["default", "spec", "flag-wins"])
