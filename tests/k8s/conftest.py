@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from kubekit import NAMESPACE, POD_COUNT, READY_TIMEOUT_S, RELEASE, Kube, note, 
 from slurmpod.errors import PermanentError
 from slurmpod_host.cluster import demo
 from slurmpod_host.images.build import find_repo
-from slurmpod_host.kube import release
+from slurmpod_host.kube import lifecycle, release
 from slurmpod_host.kube.layout import Layout
 
 ORDER = ("test_pods_ready.py", "test_jobs.py", "test_downward_api.py", "test_probes.py", "test_topology_api.py",
@@ -72,3 +72,25 @@ def kube(docker_client: Any, layout: Layout) -> Iterator[Kube]:
         yield k
     finally:  # test_teardown.py has taken it down already unless the session stopped early
         run_slurmpod("k8s", "down", timeout=300)
+
+
+_DAEMON_LOG_LINES = 15
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    """A failed test's report ends with the control plane as it was then: which daemons run, and the last
+    lines of each one's log, so a failure on a machine where no one can look still says which part
+    stopped working."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or call.when == "teardown":
+        return
+    layout = Layout.from_env()
+    lines = [f"{name}: {'running, pid ' + str(pid) if pid else 'NOT RUNNING'}"
+             for name, pid in lifecycle.running(layout).items()]
+    for name in ("kube-controller-manager", "kube-apiserver", "kubelet", "kube-scheduler"):
+        path = layout.logs / f"{name}.log"
+        tail = path.read_text(errors="replace").splitlines()[-_DAEMON_LOG_LINES:] if path.exists() else ["(no log)"]
+        lines += [f"--- {name}.log, last {_DAEMON_LOG_LINES} lines", *(line[:400] for line in tail)]
+    report.sections.append(("control plane at the failure", "\n".join(lines)))
