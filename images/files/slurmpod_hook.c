@@ -8,6 +8,12 @@
  * Python hook of the same name instead, with the agent switched off for it, so the node never goes
  * unchecked. The wire format is in prolog_epilog/agent/protocol.py.
  *
+ * slurmd reads a hook's output until end of file, then reaps it with waitpid(WNOHANG), sleeping 10 ms,
+ * then 20 ms, while it is not yet reapable (run_command_poll_child and run_command_waitpid_timeout in
+ * Slurm's src/common/run_command.c). A process's files close a moment before its exit can be waited
+ * for, so nearly every hook paid that sleep. A child therefore holds this hook's stdout and stderr until
+ * the hook has exited (its pidfd reads), and slurmd's first waitpid finds it.
+ *
  * Environment (the pod's, as slurmd passes it on):
  *   SLURMPOD_HEALTH_AGENT_SOCKET  the socket; empty: do not ask, run the Python hook
  *   SLURMPOD_HEALTH_AGENT_WAIT    seconds to wait for the agent (default: half the hook's deadline)
@@ -19,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -31,6 +38,7 @@
 #define MAX_REQUEST 65536 /* protocol.MAX_REQUEST_BYTES */
 #define MAX_STDERR 65536  /* protocol.MAX_STDERR */
 #define MAX_HEAD 256
+#define HOLD_MAX_MS 300000 /* protocol.MAX_DEADLINE_S: past it slurmd has killed the hook's group anyway */
 
 extern char **environ;
 
@@ -177,9 +185,35 @@ static ssize_t read_some(int fd, char *out, size_t want, int stop_at_newline, do
     return (ssize_t)got;
 }
 
+/* Fork a child that keeps stdout and stderr open until this process has exited, then exits itself. It
+ * holds nothing else: not stdin, not the agent's socket (opened later). Without a pidfd (Linux before
+ * 5.3) or a fork, the hook runs as it would without it. Ref: pidfd_open(2), close_range(2). */
+static void hold_output_until_exit(void)
+{
+    int pidfd = pidfd_open(getpid(), 0);
+    if (pidfd < 0)
+        return;
+    pid_t holder = fork();
+    if (holder != 0) {
+        close(pidfd);
+        return;
+    }
+    if (pidfd != 3) {
+        dup2(pidfd, 3);
+        close(pidfd);
+    }
+    close(STDIN_FILENO);
+    close_range(4, ~0U, 0);
+    struct pollfd p = {.fd = 3, .events = POLLIN};
+    while (poll(&p, 1, HOLD_MAX_MS) < 0 && errno == EINTR)
+        ;
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
+    hold_output_until_exit();
     const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
     const struct hook *h = NULL;
     for (size_t i = 0; i < sizeof HOOKS / sizeof HOOKS[0]; i++)
