@@ -50,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 DOCKERFILES = HERE / "dockerfiles"
 FILES = HERE / "files"
 # The OpenMPI layer's script and what it installs (worker and login run the same layer).
-MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf")
+MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "psm2_absent.c", "psm2_absent.map")
 # The worker's hook programs and the script that builds them.
 HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh")
 # Files from images/files each image's context carries (besides its Dockerfile).
@@ -169,8 +169,7 @@ def build_args(settings: BuildSettings, name: str, rootfs_ref: str) -> dict[str,
     if flavor.mpi_packages(name):
         args["MPI_PACKAGES"] = " ".join(flavor.mpi_packages(name))
         args["MPI_STUBS"] = " ".join(MPI_STUBS)
-        if name == "worker":
-            args["MPI_BUILD_PACKAGES"] = " ".join(MPI_BUILD_PACKAGES)
+        args["MPI_BUILD_PACKAGES"] = " ".join(MPI_BUILD_PACKAGES)
     if name == "controller":
         args["BUILD_PACKAGES"] = " ".join(PLUGIN_BUILD_PACKAGES)
     if name == "accounting":

@@ -20,7 +20,7 @@ RUN apt-get update; \
 ARG MPI_PACKAGES=
 ARG MPI_STUBS=
 ARG MPI_BUILD_PACKAGES=
-COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf /tmp/slurmpod-mpi/
+COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf psm2_absent.c psm2_absent.map /tmp/slurmpod-mpi/
 RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.

@@ -27,14 +27,16 @@ RUN url=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/nul
 # OpenMPI for `srun --mpi=pmix` where the flavor's Slurm has mpi/pmix (MPI_PACKAGES is empty elsewhere).
 # libucx0, which libopenmpi40 needs, depends on AMD's HIP runtime (~210 MB with LLVM) only for UCX's ROCm
 # transport, a module UCX dlopen()s: a local package with no files provides MPI_STUBS at the archive's
-# own versions, so apt leaves them out (this image serves CPU and NVIDIA pods). MPI_BUILD_PACKAGES, when
-# set, compile slurmpod-mpi-hello (images/files/mpi_hello.c); every package they brought leaves in this same
-# RUN (`--auto-remove` would keep perl and binutils, which other packages merely suggest).
+# own versions, so apt leaves them out (this image serves CPU and NVIDIA pods). MPI_BUILD_PACKAGES compile
+# slurmpod-mpi-hello (images/files/mpi_hello.c) and a libpsm2 stand-in with no 100 ms clock measurement at
+# load (images/files/psm2_absent.c; Debian's libpsm2 stays, for Omni-Path sites); every package they
+# brought leaves in this same RUN (`--auto-remove` would keep perl and binutils, which other packages
+# merely suggest).
 # Ref: deb-control(5), Provides with a version; https://docs.open-mpi.org/en/v5.0.x/launching-apps/slurm.html
 ARG MPI_PACKAGES=
 ARG MPI_STUBS=
 ARG MPI_BUILD_PACKAGES=
-COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf /tmp/slurmpod-mpi/
+COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf psm2_absent.c psm2_absent.map /tmp/slurmpod-mpi/
 RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
 # What slurm.conf's Prolog=, Epilog=, HealthCheckProgram= and TaskProlog= name on a worker: a small C

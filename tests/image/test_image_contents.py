@@ -272,7 +272,7 @@ def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavo
         assert host.package(pkg).is_installed == flavor.mpi_pmix, pkg
     for pkg in (*MPI_STUBS, "libllvm17t64", *MPI_BUILD_PACKAGES):
         assert not host.package(pkg).is_installed, pkg
-    assert host.file("/usr/local/bin/slurmpod-mpi-hello").exists == (flavor.mpi_pmix and name == "worker")
+    assert host.file("/usr/local/bin/slurmpod-mpi-hello").exists == flavor.mpi_pmix
     if flavor.mpi_pmix:
         assert host.file("/etc/openmpi/openmpi-mca-params.conf").contains("btl_sm_single_copy_mechanism = none")
         # OpenMPI itself reads the start-up defaults: no libfabric probing, yield while waiting
@@ -282,6 +282,15 @@ def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavo
             assert line in params, line
         # the MPI library and Slurm's plugin load the same libpmix
         assert host.run("ldd /usr/lib/x86_64-linux-gnu/libmpi.so.40 | grep -c 'libpmix.so.2 '").stdout.strip() == "1"
+        # libmpi loads the libpsm2 stand-in, which has no clock measurement at load; Debian's libpsm2 is
+        # still there for a job that sets LD_LIBRARY_PATH to it (Omni-Path, docs/mpi-and-ports.md)
+        stand_in, real = "/usr/local/lib/x86_64-linux-gnu/libpsm2.so.2", "/usr/lib/x86_64-linux-gnu/libpsm2.so.2"
+        assert f"libpsm2.so.2 => {stand_in} " in host.run("ldd /usr/lib/x86_64-linux-gnu/libmpi.so.40").stdout
+        omnipath = host.run("LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu ldd /usr/lib/x86_64-linux-gnu/libmpi.so.40")
+        assert f"libpsm2.so.2 => {real} " in omnipath.stdout
+        assert host.package("libpsm2-2").is_installed
+        hello = host.run("/usr/local/bin/slurmpod-mpi-hello")
+        assert hello.rc == 0 and "rank=0 size=1" in hello.stdout, (hello.rc, hello.stdout, hello.stderr)
 
 
 # The worker's size budget: 300 MB with OpenMPI (24.11). 26.05's SSSD comes from sid and brings samba-libs

@@ -217,7 +217,8 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
                 "controller": wheel_only, "accounting": wheel_only, "restapi": wheel_only}
     login = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "pam-slurmpod-mkhomedir",
-             "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl", "sshd_slurmpod.conf"]
+             "psm2_absent.c", "psm2_absent.map", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl",
+             "sshd_slurmpod.conf"]
     expected["worker"] = sorted([*login, "install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh"])
     assert files == expected.get(name, login)
 
@@ -242,10 +243,10 @@ def test_openmpi_only_where_slurm_has_mpi_pmix(role: str) -> None:
     trixie, forky = args("24.11"), args("26.05")
     assert trixie["MPI_PACKAGES"].split() == list(flavors.MPI_PACKAGES)
     assert trixie["MPI_STUBS"].split() == list(flavors.MPI_STUBS)
-    # only the worker compiles slurmpod-mpi-hello (it runs where the tasks run)
-    assert ("MPI_BUILD_PACKAGES" in trixie) == (role == "worker")
+    # both compile slurmpod-mpi-hello and the libpsm2 stand-in
+    assert trixie["MPI_BUILD_PACKAGES"].split() == list(flavors.MPI_BUILD_PACKAGES)
     assert not [k for k in forky if k.startswith("MPI_")]
-    for f in ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf"):
+    for f in ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "psm2_absent.c", "psm2_absent.map"):
         assert f in build.CONTEXT_FILES[role]
 
 
