@@ -238,6 +238,12 @@ def cgroup_conf() -> str:
     return _env().get_template("cgroup.conf.j2").render()
 
 
+def ucx_conf(rdma_devices: tuple[str, ...]) -> str:
+    """UCX's settings file for a worker with these RDMA devices (``hardware.Hardware.rdma_devices``)."""
+    devices = f"RDMA devices: {', '.join(rdma_devices)}" if rdma_devices else "no RDMA device"
+    return _env().get_template("ucx.conf.j2").render(rdma_devices=rdma_devices, devices=devices)
+
+
 def _section(name: str, items: list[tuple[str, object]]) -> list[str]:
     lines = [f"[{name}]"]
     for key, value in items:

@@ -33,12 +33,12 @@ if [ ! -x .venv/bin/python ]; then
     .venv/bin/pip install -q --upgrade pip
 fi
 # Two distributions, strict editable installs: link trees under build/__editable__* (slurmpod, the pod
-# side) and host/build/__editable__* (slurmpod-host) that mypy can check (ARCHITECTURE.md). New modules
-# need the install re-run, hence the stamp. setuptools announces every strict editable install with a
+# side) and host/build/__editable__* (slurmpod-host) that mypy can check (ARCHITECTURE.md). New files
+# (modules, templates, image files) need the install re-run, hence the stamp. setuptools announces every strict editable install with a
 # BuildBackendWarning ("Editable installation."): that one notice is filtered, no other.
 stamp=.venv/.slurmpod-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ host/pyproject.toml -nt "$stamp" ] || \
-   [ -n "$(find slurmpod entrypoints prolog_epilog topology policy slurm_plugins images host -path host/build -prune -o -newer "$stamp" \( -name '*.py' -o -name '*.c' -o -name '*.h' \) -print -quit)" ] || \
+   [ -n "$(find slurmpod entrypoints prolog_epilog topology policy slurm_plugins images host -path host/build -prune -o -newer "$stamp" -type f ! -name '*.pyc' -print -quit)" ] || \
    ! ls -d build/__editable__* host/build/__editable__* >/dev/null 2>&1; then
     PYTHONWARNINGS="ignore:Editable installation" .venv/bin/pip install -q -e '.[test]' -e ./host \
         --config-settings editable_mode=strict 2>&1 | grep -v '^WARNING: Location' || true

@@ -9,11 +9,13 @@ Ref: https://docs.kernel.org/admin-guide/cgroup-v1/memory.html (memory.limit_in_
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from slurmpod.errors import PermanentError
 
+_UVERBS = re.compile(r"uverbs[0-9]{1,4}")
 # cgroup v1 reports "no limit" as a huge page-rounded number; anything at or above this is no limit.
 _V1_UNLIMITED = 1 << 62
 
@@ -42,6 +44,7 @@ class Hardware:
     memory_mib: int  # host MemTotal
     cgroup_memory_mib: int | None  # None when unlimited
     gpus: tuple[Gpu, ...] = ()
+    rdma_devices: tuple[str, ...] = ()  # /dev/infiniband/uverbs* the container was given
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -148,4 +151,16 @@ def _probe(root: Path, gpus: tuple[Gpu, ...]) -> Hardware:
         memory_mib=_memtotal_mib(root),
         cgroup_memory_mib=_cgroup_memory_mib(root),
         gpus=gpus,
+        rdma_devices=_rdma_devices(root),
     )
+
+
+def _rdma_devices(root: Path) -> tuple[str, ...]:
+    """The RDMA devices a process here can open: the verbs character devices (InfiniBand, RoCE, EFA)
+    a device plugin put into the container. sysfs's infiniband class lists the host's devices whether
+    or not the container was given them, so it is not asked.
+    Ref: https://docs.kernel.org/infiniband/user_verbs.html"""
+    try:
+        return tuple(sorted(p.name for p in (root / "dev/infiniband").iterdir() if _UVERBS.fullmatch(p.name)))
+    except OSError:
+        return ()

@@ -373,6 +373,10 @@ SLURM_DEFAULT_MESSAGE_TIMEOUT_S = 10
 CRED_MARGIN_S = 5
 FAST_CRED_EXPIRE_S = SLURM_DEFAULT_MESSAGE_TIMEOUT_S + CRED_MARGIN_S
 
+# UCX's system-wide settings file, read by every process that loads libucs (OpenMPI's pml/ucx and osc/ucx
+# link it). Written at worker start. Ref: https://openucx.readthedocs.io/en/master/faq.html
+UCX_CONF = "/etc/ucx/ucx.conf"
+
 # --- Task environment: slurm.conf TaskProlog, written by the worker's start ---
 # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog (runs as the job's user before each task)
 # A POSIX sh script (images/files/slurmpod-task-prolog.sh): it prints TASK_PROLOG_EXPORTS and makes the

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from slurmpod import hardware, mounttable
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import health_config, nodespec, programs, slinky
+from slurmpod.entrypoints import health_config, nodespec, programs, render, slinky
 from slurmpod.entrypoints.startplan import Common, OutDir, OutFile, RolePlan, homes
 from slurmpod.prolog_epilog import task_env
 
@@ -34,6 +34,7 @@ def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
         mounted = frozenset()
     facts = health_config.NodeFacts(len(node.gpus), c.auth, node.real_memory_mib, health_config.required(mounted))
     files.append(OutFile(wk.HEALTH_CONFIG, health_config.render(facts)))
+    files.append(OutFile(wk.UCX_CONF, render.ucx_conf(hw.rdma_devices)))
     # What the TaskProlog exports to each task (prolog_epilog/task_env.py); its scratch base is sticky.
     try:
         routes = (root / "proc/net/route").read_text(encoding="utf-8")

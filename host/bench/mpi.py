@@ -16,6 +16,7 @@ from slurmpod_host.bench.report import Figure, Report, median
 from slurmpod_host.cluster import runtime
 
 TRIALS = 10
+FLOOR_RATIO = 1.5  # MPI start-up at most this many times `srun hostname`'s, same run
 # --overcommit: the emulated workers have one usable CPU each; four tasks on two pods need it.
 SRUN = "srun -N2 -n4 --overcommit -t 2"
 MPI = f"{SRUN} --mpi=pmix slurmpod-mpi-hello"
@@ -45,5 +46,6 @@ def startup(report: Report, client: Any, login: str, has_pmix: bool, *, trials: 
         mpi.append(_first_output_s(client, login, MPI))
         plain.append(_first_output_s(client, login, HOSTNAME))
     report.add(Figure(f"{label}`srun --mpi=pmix -N2 -n4` MPI start-up to first output (median of {trials})", "s",
-                      median(mpi), median(plain), "`srun -N2 -n4 hostname`, same run", samples=tuple(mpi),
-                      baseline_samples=tuple(plain)))
+                      median(mpi), median(plain), "`srun -N2 -n4 hostname`, same run",
+                      floor=f"<= {FLOOR_RATIO:g}x baseline", ok=median(mpi) <= FLOOR_RATIO * median(plain),
+                      samples=tuple(mpi), baseline_samples=tuple(plain)))

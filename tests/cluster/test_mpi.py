@@ -47,3 +47,23 @@ def test_mpi_allreduce_across_two_worker_pods(session: Session) -> None:
     assert {int(m[1]) for m in ranks.values()} == {TASKS}, run.stdout + run.stderr
     assert {m[2] for m in ranks.values()} == set(session.cluster.workers), run.stdout + run.stderr  # both pods
     assert {int(m[3]) for m in ranks.values()} == {sum(range(TASKS))}, run.stdout + run.stderr
+
+
+# Whether loading UCX (as every OpenMPI rank does) patched libc's munmap: UCX's memory hooks rewrite the
+# entry of libc's memory functions (src/ucm/bistro). Run as a task, so it reads the worker's ucx.conf.
+UCX_HOOKED = ("import ctypes; libc = ctypes.CDLL(None); "
+              "entry = ctypes.cast(libc.munmap, ctypes.c_void_p).value; before = ctypes.string_at(entry, 8); "
+              "ctypes.CDLL('libucs.so.0'); print('patched' if ctypes.string_at(entry, 8) != before else 'untouched')")
+
+
+def test_a_worker_without_rdma_keeps_ucx_memory_hooks_off_unless_a_job_asks(session: Session) -> None:
+    """The emulated workers have no verbs device, so their start wrote UCX_MEM_MMAP_HOOK_MODE=none: a rank
+    loads UCX without its hooks (40 ms of every rank's start). A job's own UCX_* setting still wins."""
+    if not flavors.get(session.flavor).mpi_pmix:
+        pytest.skip(f"Debian's Slurm {session.flavor} images carry no OpenMPI or UCX (docs/mpi-and-ports.md)")
+    for worker in session.cluster.workers:
+        plain = session.as_researcher("srun", "-w", worker, "-N1", "-n1", "python3", "-c", UCX_HOOKED)
+        assert (plain.code, plain.stdout.strip()) == (0, "untouched"), plain.stdout + plain.stderr
+    asked = session.as_researcher("srun", "-w", session.cluster.workers[0], "-N1", "-n1",
+                                  "--export=ALL,UCX_MEM_MMAP_HOOK_MODE=bistro", "python3", "-c", UCX_HOOKED)
+    assert (asked.code, asked.stdout.strip()) == (0, "patched"), asked.stdout + asked.stderr

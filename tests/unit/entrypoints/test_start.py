@@ -107,6 +107,20 @@ def test_worker_writes_the_task_environment_and_a_sticky_scratch_base(tmp_path: 
     assert written[wk.TASK_PROLOG_SCRATCH] == f"{wk.DEFAULT_SCRATCH_BASE} true\n"
 
 
+@pytest.mark.parametrize("devices", [(), ("uverbs0", "uverbs1")], ids=["no-rdma", "rdma"])
+def test_worker_turns_ucx_memory_hooks_off_only_without_rdma_devices(tmp_path: Path, devices: tuple[str, ...]) -> None:
+    """UCX reads /etc/ucx/ucx.conf in every rank: a pod with no verbs device gets no memory hooks (40 ms
+    of each rank's start); one with RDMA keeps UCX's defaults, which its registration cache needs."""
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+    (pod.hw / "dev/infiniband").mkdir(parents=True)
+    for name in (*devices, "rdma_cm", "umad0"):
+        (pod.hw / "dev/infiniband" / name).touch()
+    written = {f.path: f.content for f in _plan(pod, "worker").files}
+    settings = [ln for ln in written[wk.UCX_CONF].splitlines() if ln and not ln.startswith("#")]
+    assert settings == ([] if devices else ["UCX_MEM_MMAP_HOOK_MODE=none"])
+    assert ("RDMA devices: uverbs0, uverbs1" in written[wk.UCX_CONF]) == bool(devices)
+
+
 def test_a_worker_runs_the_health_agent_before_slurmd_unless_it_is_off(tmp_path: Path) -> None:
     pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
     on = {prog.name: prog for prog in _plan(pod, "worker").programs}

@@ -129,3 +129,12 @@ def test_malformed_kernel_file_is_a_permanent_error_not_a_traceback(tmp_path: Pa
     (tmp_path / "sys/fs/cgroup/cpu.max").write_text("lots 100000\n", encoding="ascii")
     with pytest.raises(PermanentError, match="malformed"):
         hardware.probe(tmp_path)
+
+
+def test_rdma_devices_are_the_verbs_devices_the_container_was_given(tmp_path: Path) -> None:
+    root = podkit.write_machine(tmp_path, Machine(cores_per_socket=2))
+    assert hardware.probe(root).rdma_devices == ()
+    (root / "dev/infiniband").mkdir(parents=True)
+    for name in ("uverbs1", "uverbs0", "rdma_cm", "umad0", "uverbs0\nUCX_X=1", "uverbsX"):
+        (root / "dev/infiniband" / name).touch()
+    assert hardware.probe(root).rdma_devices == ("uverbs0", "uverbs1")
