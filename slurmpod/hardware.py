@@ -1,4 +1,4 @@
-"""What the container may use: CPU topology, cpuset, cgroup CPU and memory limits.
+"""What the container may use: CPU topology, cpuset, cgroup CPU and memory limits, RDMA devices.
 
 A pure reader over a filesystem root (``/`` in a pod, a fixture tree in tests). GPUs come from the
 NVML adapter and are passed in separately.
