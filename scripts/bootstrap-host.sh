@@ -34,8 +34,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # Two distributions, strict editable installs: link trees under build/__editable__* (slurmpod, the pod
 # side) and host/build/__editable__* (slurmpod-host) that mypy can check (ARCHITECTURE.md). New files
-# (modules, templates, image files) need the install re-run, hence the stamp. setuptools announces every strict editable install with a
-# BuildBackendWarning ("Editable installation."): that one notice is filtered, no other.
+# (modules, templates, image files) need the install re-run, hence the stamp. setuptools announces every
+# strict editable install with a BuildBackendWarning ("Editable installation."): that one notice is
+# filtered, no other.
 stamp=.venv/.slurmpod-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ host/pyproject.toml -nt "$stamp" ] || \
    [ -n "$(find slurmpod entrypoints prolog_epilog topology policy slurm_plugins images host -path host/build -prune -o -newer "$stamp" -type f ! -name '*.pyc' -print -quit)" ] || \

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The OpenMPI layer of the worker and login images, run by both Dockerfiles with their build args in the
-# environment: MPI_PACKAGES (empty: nothing to install), MPI_STUBS, MPI_BUILD_PACKAGES (set: compile
-# slurmpod-mpi-hello and the libpsm2 stand-in, then purge exactly what the compile brought). Why each
-# step: the comment above the RUN in worker.Dockerfile.
+# environment: MPI_PACKAGES (empty: nothing to install), MPI_STUBS, MPI_BUILD_PACKAGES (they compile
+# slurmpod-mpi-hello and the libpsm2 stand-in, then exactly what they brought is purged). Why each step:
+# the comment above the RUN in worker.Dockerfile.
 set -eu
 if [ -z "$MPI_PACKAGES" ]; then rm -rf /tmp/slurmpod-mpi; exit 0; fi
 apt-get update
@@ -17,20 +17,18 @@ printf '%s\n' 'Package: slurmpod-no-rocm' 'Version: 1' 'Architecture: all' 'Main
 dpkg-deb --build "$stub" /tmp/slurmpod-mpi/slurmpod-no-rocm.deb >/dev/null
 apt-get install -y --no-install-recommends /tmp/slurmpod-mpi/slurmpod-no-rocm.deb $MPI_PACKAGES
 install -D -m 0644 /tmp/slurmpod-mpi/openmpi-mca-params.conf /etc/openmpi/openmpi-mca-params.conf
-if [ -n "$MPI_BUILD_PACKAGES" ]; then
-    dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/before
-    apt-get install -y --no-install-recommends $MPI_BUILD_PACKAGES
-    mpicc -O2 -o /usr/local/bin/slurmpod-mpi-hello /tmp/slurmpod-mpi/mpi_hello.c
-    libdir=/usr/local/lib/$(gcc -print-multiarch)
-    install -d "$libdir"
-    gcc -O2 -Wall -Wextra -Werror -shared -fPIC -Wl,-soname,libpsm2.so.2 \
-        -Wl,--version-script=/tmp/slurmpod-mpi/psm2_absent.map -o "$libdir/libpsm2.so.2" /tmp/slurmpod-mpi/psm2_absent.c
-    dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/after
-    comm -13 /tmp/slurmpod-mpi/before /tmp/slurmpod-mpi/after | xargs apt-get purge -y
-    test -x /usr/local/bin/slurmpod-mpi-hello
-    ldconfig
-    ldd /usr/local/bin/slurmpod-mpi-hello | grep -q "libpsm2.so.2 => $libdir/libpsm2.so.2"
-fi
+dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/before
+apt-get install -y --no-install-recommends $MPI_BUILD_PACKAGES
+mpicc -O2 -o /usr/local/bin/slurmpod-mpi-hello /tmp/slurmpod-mpi/mpi_hello.c
+libdir=/usr/local/lib/$(gcc -print-multiarch)
+install -d "$libdir"
+gcc -O2 -Wall -Wextra -Werror -shared -fPIC -Wl,-soname,libpsm2.so.2 \
+    -Wl,--version-script=/tmp/slurmpod-mpi/psm2_absent.map -o "$libdir/libpsm2.so.2" /tmp/slurmpod-mpi/psm2_absent.c
+dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/after
+comm -13 /tmp/slurmpod-mpi/before /tmp/slurmpod-mpi/after | xargs apt-get purge -y
+test -x /usr/local/bin/slurmpod-mpi-hello
+ldconfig
+ldd /usr/local/bin/slurmpod-mpi-hello | grep -q "libpsm2.so.2 => $libdir/libpsm2.so.2"
 rm -rf /tmp/slurmpod-mpi
 rm -f /etc/ssh/ssh_host_* /etc/munge/munge.key
 apt-get clean

@@ -66,11 +66,16 @@ def _ran(client: Path) -> list[str]:
     return lines
 
 
+def _env(sock: Path | str, extra: dict[str, str] | None = None, wait: str = "5") -> dict[str, str]:
+    """A hook's environment as slurmd gives it, pointed at ``sock``."""
+    return {"PATH": "/usr/bin:/bin", "SLURMPOD_HEALTH_AGENT_SOCKET": str(sock), "SLURMPOD_HEALTH_AGENT_WAIT": wait,
+            "SLURM_JOB_ID": "41", "SLURMD_NODENAME": NODE, **(extra or {})}
+
+
 def _run(client: Path, hook: str, sock: Path | str, extra: dict[str, str] | None = None,
          wait: str = "5") -> subprocess.CompletedProcess[bytes]:
-    env = {"PATH": "/usr/bin:/bin", "SLURMPOD_HEALTH_AGENT_SOCKET": str(sock), "SLURMPOD_HEALTH_AGENT_WAIT": wait,
-           "SLURM_JOB_ID": "41", "SLURMD_NODENAME": NODE, **(extra or {})}
-    return subprocess.run([str(client / hook)], env=env, capture_output=True, timeout=30, check=False)
+    return subprocess.run([str(client / hook)], env=_env(sock, extra, wait), capture_output=True, timeout=30,
+                          check=False)
 
 
 class Serving:
@@ -147,10 +152,8 @@ def test_slurmd_finds_the_hook_exited_when_its_output_ends(
     subprocess.run([shutil.which("cc") or "gcc", "-O2", "-Wall", "-Werror", "-o", str(harness), str(SLURMD_WAIT)],
                    check=True)
     agent, _ = _agent(tmp_path, lambda env: ok("temperature", "41 C"))
-    env = {"PATH": "/usr/bin:/bin", "SLURMPOD_HEALTH_AGENT_SOCKET": str(serve(agent.handle)),
-           "SLURMPOD_HEALTH_AGENT_WAIT": "5", "SLURM_JOB_ID": "41", "SLURMD_NODENAME": NODE}
-    done = subprocess.run([str(harness), "50", str(client / "slurmpod-prolog")], env=env, capture_output=True,
-                          text=True, timeout=120, check=True)
+    done = subprocess.run([str(harness), "50", str(client / "slurmpod-prolog")], env=_env(serve(agent.handle)),
+                          capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout == "0 late, 0 failed of 50\n"
     assert _ran(client) == []
 
