@@ -48,7 +48,9 @@ VARIANTS: dict[str, list[str]] = {
                "--set=nodesets.gpu.slurmd.image.repository=slurmpod/worker",
                "--set=nodesets.gpu.slurmd.image.tag=24.11",
                "--set=nodesets.gpu.disruptionBudget.enabled=true",
-               "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2"],
+               "--set=nodesets.gpu.disruptionBudget.maxUnavailable=2",
+               "--set-string=nodesets.gpu.slurmd.env.PMIX_MCA_gds=shmem2\\,hash",
+               "--set=nodesets.gpu.slurmd.env.UCX_LOG_LEVEL=warn"],
     "autoscale": ["--set=k8sSync.enabled=false", "--set=nodesets.workers.autoscaling.enabled=true",
                   "--set=nodesets.workers.autoscaling.maxReplicas=8", "--set=nodesets.workers.autoscaling.step=2",
                   "--set=nodesets.gpu.enabled=true", "--set=nodesets.gpu.replicas=4",
@@ -169,6 +171,16 @@ def test_scaled_nodesets_get_their_own_statefulset_budget_and_slurm_nodeset() ->
     assert [(n["name"], n["feature"], n["statefulSet"]) for n in spec["nodesets"]] == [
         ("gpu", "gpu", "slurmpod-worker-gpu"), ("workers", "workers", "slurmpod-worker")]
     assert not any(n.autoscaling.enabled for n in cluster_spec.parse(spec).nodesets)  # off unless asked
+
+
+def test_a_nodesets_slurmd_env_follows_the_charts_own_in_that_nodeset_only() -> None:
+    docs = RENDERS["scaled"]
+    env_of = {name: _find(docs, "StatefulSet", name)["spec"]["template"]["spec"]["containers"][0]["env"]
+              for name in ("slurmpod-worker-gpu", "slurmpod-worker")}
+    gpu = [(e["name"], e.get("value")) for e in env_of["slurmpod-worker-gpu"]]
+    assert gpu[-2:] == [("PMIX_MCA_gds", "shmem2,hash"), ("UCX_LOG_LEVEL", "warn")]
+    assert [n for n, _ in gpu[:-2]] == [e["name"] for e in env_of["slurmpod-worker"]]  # the chart's, first
+    assert "PMIX_MCA_gds" not in {e["name"] for e in env_of["slurmpod-worker"]}
 
 
 def test_autoscaling_reaches_the_cluster_spec_and_each_nodeset_names_its_statefulset() -> None:
@@ -385,6 +397,14 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set-string=nodesets.workers.autoscaling.enabled=yes"],
      'nodesets.workers.autoscaling.enabled: "yes": must be true or false'),
     (["--set=nodesets.workers.autoscaling.idleSecs=60"], "nodesets.workers.autoscaling.idleSecs: unknown key"),
+    (["--set=nodesets.workers.slurmd.env.SLURMPOD_AUTH=slurm"],
+     "nodesets.workers.slurmd.env.SLURMPOD_AUTH: set by the chart itself"),
+    (["--set=nodesets.workers.slurmd.env.NODE_NAME=x"], "nodesets.workers.slurmd.env.NODE_NAME: set by the chart"),
+    (["--set=nodesets.workers.slurmd.env.1X=1"], 'nodesets.workers.slurmd.env: "1X": a name must be'),
+    (["--set=nodesets.workers.slurmd.env=x"], 'nodesets.workers.slurmd.env: "x": must be a mapping'),
+    (["--set=nodesets.workers.slurmd.env.X[0]=1"], "nodesets.workers.slurmd.env.X: must be a string, number"),
+    (["--set-string=nodesets.workers.slurmd.env.X=a\nB=c"],
+     'nodesets.workers.slurmd.env.X: "a\\nB=c": no control characters'),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)

@@ -288,3 +288,30 @@ mode slurmpod), comma-separated; "" when none. */}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* A nodeset's extra environment for slurmd and the steps it starts (values nodesets.<name>.slurmd.env,
+a mapping NAME: value), as container env entries after the chart's own. Called with (dict "name" NODESET
+"env" MAPPING). A name must be a shell variable name and none of the chart's (SLURMPOD_*, the downward
+API's); a value is a string, number or boolean on one line. Kubernetes expands $(NAME) in a value; $$ is
+a literal $. Ref: https://kubernetes.io/docs/tasks/inject-data-application/define-environment-variable-container/ */}}
+{{- define "slurmpod.slurmdEnv" -}}
+{{- $where := printf "nodesets.%s.slurmd.env" .name -}}
+{{- $env := .env | default dict -}}
+{{- if not (kindIs "map" $env) }}{{ fail (printf "%s: %q: must be a mapping of NAME: value" $where (toString $env)) }}{{ end -}}
+{{- range $key := keys $env | sortAlpha }}
+{{- $value := get $env $key -}}
+{{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]{0,127}$" $key) -}}
+{{- fail (printf "%s: %q: a name must be letters, digits and _, not starting with a digit" $where $key) -}}
+{{- end -}}
+{{- if or (hasPrefix "SLURMPOD_" $key) (has $key (list "POD_NAME" "POD_NAMESPACE" "POD_UID" "NODE_NAME" "POD_IP" "HOST_IP")) -}}
+{{- fail (printf "%s.%s: set by the chart itself (its values set it)" $where $key) -}}
+{{- end -}}
+{{- if not (or (kindIs "string" $value) (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) (kindIs "int" $value)) -}}
+{{- fail (printf "%s.%s: must be a string, number or boolean" $where $key) -}}
+{{- end -}}
+{{- if regexMatch "[\\x00-\\x1f\\x7f]" (toString $value) -}}
+{{- fail (printf "%s.%s: %q: no control characters (line breaks included)" $where $key (toString $value)) -}}
+{{- end }}
+- {name: {{ $key }}, value: {{ toString $value | quote }}}
+{{- end -}}
+{{- end -}}
