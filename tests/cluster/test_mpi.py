@@ -67,3 +67,13 @@ def test_a_worker_without_rdma_keeps_ucx_memory_hooks_off_unless_a_job_asks(sess
     asked = session.as_researcher("srun", "-w", session.cluster.workers[0], "-N1", "-n1",
                                   "--export=ALL,UCX_MEM_MMAP_HOOK_MODE=bistro", "python3", "-c", UCX_HOOKED)
     assert (asked.code, asked.stdout.strip()) == (0, "patched"), asked.stdout + asked.stderr
+
+
+def test_a_steps_pmix_server_keeps_job_data_in_gds_hash(session: Session) -> None:
+    """slurmd's run script defaults PMIX_MCA_gds to hash (entrypoints/programs.py), so the PMIx server of
+    each `--mpi=pmix` step skips gds/shmem2's segments; the server tells its ranks the stores it offers."""
+    if not flavors.get(session.flavor).mpi_pmix:
+        pytest.skip(f"Debian's Slurm {session.flavor} has no mpi/pmix plugin (docs/mpi-and-ports.md)")
+    for worker in session.cluster.workers:
+        run = session.as_researcher("srun", "--mpi=pmix", "-w", worker, "-N1", "-n1", "printenv", "PMIX_GDS_MODULE")
+        assert (run.code, run.stdout.strip()) == (0, "hash"), run.stdout + run.stderr

@@ -87,3 +87,17 @@ def test_program_settings() -> None:
     assert ALL["slurmd"].user is None  # root: slurmd launches jobs as their users
     assert (ALL["task"].restart, ALL["task"].startsecs, ALL["task"].priority) == ("unexpected", 0, 40)
     assert _argv(ALL["task"]) == ["/usr/local/bin/slurmpod", "daemon", "reconcile-node"]
+
+
+@pytest.mark.parametrize(("pod_env", "expected"), [({}, "hash"), ({"PMIX_MCA_gds": "shmem2"}, "shmem2"),
+                                                    ({"PMIX_MCA_gds": ""}, "hash")])
+def test_slurmd_gives_the_pmix_servers_gds_hash_unless_the_pod_names_a_store(pod_env: dict[str, str],
+                                                                              expected: str) -> None:
+    """What slurmd's steps inherit: the run script's own line, run by bash with the pod's environment."""
+    lines = [line for line in ALL["slurmd"].script.splitlines() if "PMIX_MCA_gds" in line]
+    assert len(lines) == 1, ALL["slurmd"].script
+    assert lines[0] == 'export PMIX_MCA_gds="${PMIX_MCA_gds:-hash}"'
+    done = subprocess.run(["bash", "-c", f'{lines[0]}; printf %s "$PMIX_MCA_gds"'], env={"PATH": "/usr/bin:/bin",
+                          **pod_env}, capture_output=True, text=True, check=True, timeout=10)
+    assert done.stdout == expected
+    assert lines[0] not in ALL["slurmctld-munge"].script  # only slurmd starts PMIx servers
