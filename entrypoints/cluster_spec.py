@@ -180,7 +180,7 @@ class HooksSpec:
     health_check_interval: int = 0  # seconds; 0 disables the periodic run
     health_check_node_state: tuple[HealthCheckState, ...] = ()
     prolog_epilog_timeout: int = 0  # seconds; 0 leaves Slurm's default (no limit)
-    task_prolog: str | None = None  # as the job's user before each task; its stdout's `export` lines
+    task_prolog: str | None = None  # a site's TaskProlog (slurmpod's task environment is a SPANK plugin)
 
 
 # slurmpod's checks: what a cluster spec runs unless it says otherwise.
@@ -192,7 +192,6 @@ DEFAULT_HOOKS = HooksSpec(
     health_check_interval=wk.DEFAULT_HEALTH_CHECK_INTERVAL_S,
     health_check_node_state=tuple(HealthCheckState(s) for s in wk.DEFAULT_HEALTH_CHECK_NODE_STATE),
     prolog_epilog_timeout=wk.DEFAULT_PROLOG_EPILOG_TIMEOUT_S,
-    task_prolog=wk.TASK_PROLOG_BIN,
 )
 
 

@@ -197,6 +197,7 @@ def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None =
             accounting_host=accounting_host or "",
             accounting_port=wk.SLURMDBD_PORT,
             jwt_key=wk.JWT_KEY,
+            plugstack_conf=wk.PLUGSTACK_CONF,
         )
     )
 
@@ -236,6 +237,12 @@ def gres_conf() -> str:
 
 def cgroup_conf() -> str:
     return _env().get_template("cgroup.conf.j2").render()
+
+
+def plugstack_conf() -> str:
+    """A worker's plugstack.conf: slurmpod's SPANK plugin (the task environment)."""
+    return _env().get_template("plugstack.conf.j2").render(plugin=wk.SPANK_PLUGIN, exports=wk.TASK_PROLOG_EXPORTS,
+                                                          scratch=wk.TASK_PROLOG_SCRATCH)
 
 
 def ucx_conf(rdma_devices: tuple[str, ...]) -> str:

@@ -52,7 +52,8 @@ FILES = HERE / "files"
 # The OpenMPI layer's script and what it installs (worker and login run the same layer).
 MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "psm2_absent.c", "psm2_absent.map")
 # The worker's hook programs and the script that builds them.
-HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh")
+HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod_spank.c", "slurmpod_task_env.c",
+                      "slurmpod_task_env.h")
 # Files from images/files each image's context carries (besides its Dockerfile).
 CONTEXT_FILES: dict[str, tuple[str, ...]] = {
     "worker": ("sshd_slurmpod.conf", "pam-slurmpod-mkhomedir", *MPI_CONTEXT_FILES, *HOOK_CONTEXT_FILES),

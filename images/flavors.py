@@ -64,9 +64,9 @@ MPI_PACKAGES: tuple[str, ...] = ("libopenmpi40", "openmpi-bin")
 MPI_STUBS: tuple[str, ...] = ("libamdhip64-5", "libhsa-runtime64-1")
 # What the worker build installs to compile slurmpod-mpi-hello and removes in the same layer.
 MPI_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libopenmpi-dev")
-# What the worker build installs to compile its hook client (images/files/slurmpod_hook.c) and removes in
-# the same layer.
-HOOK_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev")
+# What the worker build installs to compile its hook client (images/files/slurmpod_hook.c) and its SPANK
+# plugin (slurmpod_spank.c, against the image's own spank.h) and removes in the same layer.
+HOOK_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libslurm-dev")
 # auth/jwt (auth_jwt.so, with libjwt): Debian ships it apart from slurm-wlm-basic-plugins.
 # Ref: https://slurm.schedmd.com/jwt.html
 JWT_PLUGIN_PACKAGE = "slurm-wlm-jwt-plugin"

@@ -1,10 +1,11 @@
-"""The task environment: what `slurmpod task-prolog` (slurm.conf TaskProlog) exports to every task.
+"""The task environment: what every task on a worker gets, as `export NAME=value` lines.
 
-slurmstepd runs the TaskProlog as the job's user before each task and sets, in that task's environment,
-each `export NAME=value` line the program prints. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog
+On a worker, slurmpod's SPANK plugin (images/files/slurmpod_spank.c) sets the lines ``render_for_script``
+writes in each task; `slurmpod task-prolog` prints them as a TaskProlog, whose lines slurmstepd sets in
+the task. Ref: https://slurm.schedmd.com/spank.html, https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog
 The value runs to the end of its line, unquoted, so a name or value that could end the line early or
 carry another command (a newline, a NUL) is refused here, when the worker writes the file, and again
-before each line is printed.
+before each line is set or printed.
 
 The worker's start writes TASK_ENV_FILE (JSON) from its pod: the network interface NCCL should use, an
 NCCL topology file, the pod's placement and Kubernetes node, and the scratch base. The task prolog reads
@@ -148,8 +149,8 @@ def render(task_env: TaskEnv) -> str:
 
 
 def render_for_script(task_env: TaskEnv) -> tuple[str, str | None]:
-    """(TASK_PROLOG_EXPORTS, TASK_PROLOG_SCRATCH or None): what images/files/slurmpod-task-prolog.sh
-    prints and where it makes the job's scratch dir, each line validated as ``lines`` validates it."""
+    """(TASK_PROLOG_EXPORTS, TASK_PROLOG_SCRATCH or None): what the SPANK plugin sets in each task and
+    where it makes the job's scratch dir, each line validated as ``lines`` validates it."""
     exports = "".join(f"{line}\n" for line in lines(TaskEnv(task_env.exports, None), None))
     if task_env.scratch_base is None:
         return exports, None
@@ -243,7 +244,7 @@ def run(env: Mapping[str, str], path: str, uid: int) -> tuple[list[str], list[st
 
 
 def main(args: object, env: Mapping[str, str]) -> int:
-    """`slurmpod task-prolog` and `slurmpod-task-prolog` (what TaskProlog= names: no arguments). The file
+    """`slurmpod task-prolog` and `slurmpod-task-prolog` (a TaskProlog= program: no arguments). The file
     is always TASK_ENV_FILE: the job's environment, which its user controls, cannot point it elsewhere."""
     import sys  # noqa: PLC0415 - the function is the program; the module stays import-light
 

@@ -377,12 +377,14 @@ FAST_CRED_EXPIRE_S = SLURM_DEFAULT_MESSAGE_TIMEOUT_S + CRED_MARGIN_S
 # link it). Written at worker start. Ref: https://openucx.readthedocs.io/en/master/faq.html
 UCX_CONF = "/etc/ucx/ucx.conf"
 
-# --- Task environment: slurm.conf TaskProlog, written by the worker's start ---
-# Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_TaskProlog (runs as the job's user before each task)
-# A POSIX sh script (images/files/slurmpod-task-prolog.sh): it prints TASK_PROLOG_EXPORTS and makes the
-# job's scratch dir under the base TASK_PROLOG_SCRATCH names, both written at worker start, so a task
-# pays no Python start. `slurmpod task-prolog` does the same from TASK_ENV_FILE.
-TASK_PROLOG_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-task-prolog"
+# --- Task environment, written by the worker's start ---
+# slurmpod's SPANK plugin (images/files/slurmpod_spank.c), which the worker's PLUGSTACK_CONF names, sets
+# TASK_PROLOG_EXPORTS in each task, as the job's user just before it execs, and makes the job's scratch dir
+# under the base TASK_PROLOG_SCRATCH names: no program runs per task. `slurmpod task-prolog`, a TaskProlog
+# for clusters without the plugin, does the same from TASK_ENV_FILE.
+# Ref: https://slurm.schedmd.com/spank.html, https://slurm.schedmd.com/slurm.conf.html#OPT_PlugStackConfig
+PLUGSTACK_CONF = "/etc/slurmpod/plugstack.conf"  # slurm.conf PlugStackConfig: a worker's own, absent elsewhere
+SPANK_PLUGIN = "/usr/local/lib/slurmpod/slurmpod_spank.so"
 TASK_ENV_FILE = "/etc/slurmpod/task-env.json"  # written at worker start; read by `slurmpod task-prolog`
 TASK_PROLOG_EXPORTS = "/etc/slurmpod/task-prolog.exports"  # the `export NAME=value` lines
 TASK_PROLOG_SCRATCH = "/etc/slurmpod/task-prolog.scratch"  # "BASE true|false" (TMPDIR too); absent: none

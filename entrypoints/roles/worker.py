@@ -35,7 +35,7 @@ def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
     facts = health_config.NodeFacts(len(node.gpus), c.auth, node.real_memory_mib, health_config.required(mounted))
     files.append(OutFile(wk.HEALTH_CONFIG, health_config.render(facts)))
     files.append(OutFile(wk.UCX_CONF, render.ucx_conf(hw.rdma_devices)))
-    # What the TaskProlog exports to each task (prolog_epilog/task_env.py); its scratch base is sticky.
+    # What slurmpod's SPANK plugin sets in each task (prolog_epilog/task_env.py); its scratch base is sticky.
     try:
         routes = (root / "proc/net/route").read_text(encoding="utf-8")
     except OSError:
@@ -46,6 +46,7 @@ def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
     files.append(OutFile(wk.TASK_PROLOG_EXPORTS, exports))
     if scratch_line is not None:
         files.append(OutFile(wk.TASK_PROLOG_SCRATCH, scratch_line))
+    files.append(OutFile(wk.PLUGSTACK_CONF, render.plugstack_conf()))
     scratch = (OutDir(tenv.scratch_base, 0, 0, 0o1777),) if tenv.scratch_base else ()
     # The health agent first (supervisord's priority order), so the hooks usually find it; until its
     # socket is there they run the checks themselves.

@@ -39,11 +39,12 @@ ARG MPI_BUILD_PACKAGES=
 COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf psm2_absent.c psm2_absent.map /tmp/slurmpod-mpi/
 RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
-# What slurm.conf's Prolog=, Epilog=, HealthCheckProgram= and TaskProlog= name on a worker: a small C
-# client of the health agent (falling back to slurmpod's Python hooks) and a POSIX sh task prolog, so a
-# job start pays no Python start. The compiler leaves in this same RUN.
+# What slurm.conf's Prolog=, Epilog= and HealthCheckProgram= name on a worker: a small C client of the
+# health agent (falling back to slurmpod's Python hooks), so a job start pays no Python start; and the
+# SPANK plugin that sets each task's environment, so a task starts no program. The compiler and Slurm's
+# headers leave in this same RUN.
 ARG HOOK_BUILD_PACKAGES
-COPY install-hooks.sh slurmpod_hook.c slurmpod-task-prolog.sh /tmp/slurmpod-hooks/
+COPY install-hooks.sh slurmpod_hook.c slurmpod_spank.c slurmpod_task_env.c slurmpod_task_env.h /tmp/slurmpod-hooks/
 RUN sh /tmp/slurmpod-hooks/install-hooks.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The worker's hook programs, run by worker.Dockerfile with HOOK_BUILD_PACKAGES in the environment:
 # slurmpod_hook.c compiled into /usr/local/sbin/slurmpod-prolog, with slurmpod-epilog and
-# slurmpod-healthcheck as links to it (the program's name is its hook), and the task prolog script.
+# slurmpod-healthcheck as links to it (the program's name is its hook), and slurmpod_spank.so, the SPANK
+# plugin that sets each task's environment (against this image's own Slurm headers, from libslurm-dev).
 # Exactly the packages the compile brought are purged again in this same layer.
 set -eu
 src=/tmp/slurmpod-hooks
@@ -12,7 +13,9 @@ gcc -O2 -Wall -Wextra -Werror -DFALLBACK_DIR='"/opt/slurmpod/bin"' -o /usr/local
     "$src/slurmpod_hook.c"
 ln -f /usr/local/sbin/slurmpod-prolog /usr/local/sbin/slurmpod-epilog
 ln -f /usr/local/sbin/slurmpod-prolog /usr/local/sbin/slurmpod-healthcheck
-install -m 0755 "$src/slurmpod-task-prolog.sh" /usr/local/sbin/slurmpod-task-prolog
+install -d /usr/local/lib/slurmpod
+gcc -O2 -Wall -Wextra -Werror -fPIC -shared -o /usr/local/lib/slurmpod/slurmpod_spank.so \
+    "$src/slurmpod_spank.c" "$src/slurmpod_task_env.c"
 dpkg-query -W -f '${Package}\n' | sort > "$src/after"
 comm -13 "$src/before" "$src/after" | xargs -r apt-get purge -y
 rc=0; /usr/local/sbin/slurmpod-prolog 2>/dev/null || rc=$?; test "$rc" -eq 1  # it runs; no Python hook yet

@@ -1,5 +1,5 @@
-"""The task environment: `slurmpod task-prolog` (TaskProlog) exports the pod's settings to every task and
-gives the job a private scratch dir, which slurmpod's epilog removes when the job ends."""
+"""The task environment: slurmpod's SPANK plugin sets the pod's settings in every task and gives the job a
+private scratch dir, which slurmpod's epilog removes when the job ends."""
 
 from __future__ import annotations
 
@@ -41,6 +41,27 @@ def test_a_job_sees_the_task_environment_and_its_scratch_goes_with_it(session: S
         return True if not left else None
 
     wait_for(f"the epilog to remove {scratch} on every worker", gone, GONE_TIMEOUT_S)
+
+
+@pytest.mark.smoke
+def test_the_plugin_sets_the_environment_over_the_jobs_own_and_srun_loads_nothing_on_login(
+        session: Session) -> None:
+    """No TaskProlog runs (a fork and exec per task): the worker's SPANK stack does it, over what the job
+    itself says. The login pod has no stack, so its srun loads no plugin and says nothing about one."""
+    conf = session.root_in(session.cluster.controller, "scontrol", "show", "config").stdout
+    assert re.search(rf"^PlugStackConfig\s*=\s*{re.escape(wk.PLUGSTACK_CONF)}$", conf, re.MULTILINE), conf
+    assert re.search(r"^TaskProlog\s*=\s*\(null\)$", conf, re.MULTILINE), conf
+    worker = session.cluster.workers[0]
+    run = session.as_researcher("srun", "--quiet", "-w", worker, "-N1", "-n1", "-t", "1",
+                                "--export=ALL,SLURMPOD_SCRATCH=/tmp/elsewhere,TMPDIR=/tmp/elsewhere,"
+                                "NCCL_SOCKET_IFNAME=lo", "bash", "-c", SCRIPT, timeout=120)
+    assert run.code == 0 and run.stderr == "", run.stdout + run.stderr
+    tasks = LINE.findall(run.stdout)
+    assert len(tasks) == 1, run.stdout
+    _node, job_id, ifname, scratch, tmpdir, _mode = tasks[0]
+    assert (ifname, scratch, tmpdir) == ("eth0", f"{wk.DEFAULT_SCRATCH_BASE}/job-{job_id}",
+                                         f"{wk.DEFAULT_SCRATCH_BASE}/job-{job_id}"), run.stdout
+    assert session.root_in(session.cluster.login, "test", "-e", wk.PLUGSTACK_CONF).code != 0
 
 
 # --- A job that leaves 1,000,000 files (docs/task-environment.md, "What happens to scratch after the job") ---

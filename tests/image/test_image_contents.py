@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import uuid
 from typing import Any
 
@@ -9,7 +10,14 @@ import pytest
 from imagekit import CONTAINER_PREFIX
 
 from slurmpod import well_known as wk
-from slurmpod.well_known import EPILOG_BIN, HEALTHCHECK_BIN, HOOK_FALLBACK_DIR, PROLOG_BIN, TASK_PROLOG_BIN
+from slurmpod.well_known import (
+    EPILOG_BIN,
+    HEALTHCHECK_BIN,
+    HOOK_CLIENT_DIR,
+    HOOK_FALLBACK_DIR,
+    PROLOG_BIN,
+    SPANK_PLUGIN,
+)
 from slurmpod_host.images import flavors
 from slurmpod_host.images.engine import ImageInfo
 from slurmpod_host.images.flavors import (
@@ -236,10 +244,11 @@ def test_no_secrets_in_the_file_system(name: str, images: dict[str, ImageInfo], 
     assert "ssh_host_" not in listing
 
 
-def test_worker_hooks_are_the_thin_client_the_task_prolog_script_and_their_python_fallbacks(
+def test_worker_hooks_are_the_thin_client_and_their_python_fallbacks_and_the_spank_plugin(
         hosts: dict[str, Any]) -> None:
     """One compiled client under the three names Slurm calls, each falling back to the wheel's Python
-    hook of the same name; the task prolog a sh script; the compiler gone with its layer."""
+    hook of the same name; the task environment a SPANK plugin built for this Slurm; the compiler and
+    Slurm's headers gone with their layer."""
     host = hosts["worker"]
     inodes = {host.check_output(f"stat -c %i {path}") for path in (PROLOG_BIN, EPILOG_BIN, HEALTHCHECK_BIN)}
     assert len(inodes) == 1, "the three hooks are links to one program"
@@ -247,8 +256,17 @@ def test_worker_hooks_are_the_thin_client_the_task_prolog_script_and_their_pytho
         == ["177", "E", "L", "F"]
     for name in ("slurmpod-prolog", "slurmpod-epilog", "slurmpod-healthcheck"):
         assert host.file(f"{HOOK_FALLBACK_DIR}/{name}").is_file, name
-    assert host.file(TASK_PROLOG_BIN).mode & 0o111
-    assert host.check_output(f"head -n 1 {TASK_PROLOG_BIN}") == "#!/bin/sh"
+    # What Slurm's plugin loader checks: plugin_type "spank", plugin_version this Slurm's (SPANK_PLUGIN in
+    # slurm/spank.h), and the hook it calls in each task. Ref: https://slurm.schedmd.com/spank.html
+    probe = ("import ctypes, os, sys; lib = ctypes.CDLL(sys.argv[1], os.RTLD_LAZY); "
+             "print((ctypes.c_char * 6).in_dll(lib, 'plugin_type').value.decode(), "
+             "ctypes.c_uint.in_dll(lib, 'plugin_version').value, hasattr(lib, 'slurm_spank_task_init'), "
+             "hasattr(lib, 'slurmpod_task_env'))")
+    kind, version, hook, inner = host.check_output(f"/opt/slurmpod/bin/python -c {shlex.quote(probe)} {SPANK_PLUGIN}"
+                                                   ).split()
+    major, minor, micro = (int(x) for x in host.check_output("slurmd -V").split()[1].split(".")[:3])
+    assert (kind, int(version), hook, inner) == ("spank", (major << 16) | (minor << 8) | micro, "True", "False")
+    assert not host.file(f"{HOOK_CLIENT_DIR}/slurmpod-task-prolog").exists
     for pkg in HOOK_BUILD_PACKAGES:
         assert not host.package(pkg).is_installed, pkg
     assert host.run("command -v gcc cc").rc != 0

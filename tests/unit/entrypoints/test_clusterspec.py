@@ -224,8 +224,9 @@ def test_default_hooks_are_slurmpods_checks() -> None:
     conf = render.slurm_conf(cluster_spec.parse({}), "c-0").splitlines()
     for line in (f"Prolog={wk.PROLOG_BIN}", f"Epilog={wk.EPILOG_BIN}", "PrologFlags=Alloc,NoHold,ForceRequeueOnFail",
                  "PrologEpilogTimeout=60", f"HealthCheckProgram={wk.HEALTHCHECK_BIN}", "HealthCheckInterval=300",
-                 "HealthCheckNodeState=ANY", f"TaskProlog={wk.TASK_PROLOG_BIN}"):
+                 "HealthCheckNodeState=ANY", f"PlugStackConfig={wk.PLUGSTACK_CONF}"):
         assert line in conf
+    assert not any(line.startswith("TaskProlog=") for line in conf)  # the task environment is the SPANK plugin
 
 
 @pytest.mark.parametrize(

@@ -88,7 +88,7 @@ def test_worker_writes_the_health_config_the_hooks_read(tmp_path: Path, auth: st
 
 
 def test_worker_writes_the_task_environment_and_a_sticky_scratch_base(tmp_path: Path) -> None:
-    """The TaskProlog reads what the pod start wrote: its interface (default route), placement, node."""
+    """The SPANK plugin reads what the pod start wrote: its interface (default route), placement, node."""
     from slurmpod.prolog_epilog import task_env
 
     pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
@@ -100,11 +100,22 @@ def test_worker_writes_the_task_environment_and_a_sticky_scratch_base(tmp_path: 
     assert got.exports == (("NCCL_SOCKET_IFNAME", "net1"), ("NCCL_TOPO_FILE", "/etc/nccl/topo.xml"),
                            (wk.TASK_ENV_K8S_NODE, "k8s-node-7"))
     assert start.OutDir(wk.DEFAULT_SCRATCH_BASE, 0, 0, 0o1777) in p.dirs
-    # and what the shell task prolog prints, and where it makes the job's scratch dir
+    # what the SPANK plugin sets, where it makes the job's scratch dir, and the stack that names it
     assert written[wk.TASK_PROLOG_EXPORTS] == ("export NCCL_SOCKET_IFNAME=net1\n"
                                                "export NCCL_TOPO_FILE=/etc/nccl/topo.xml\n"
                                                f"export {wk.TASK_ENV_K8S_NODE}=k8s-node-7\n")
     assert written[wk.TASK_PROLOG_SCRATCH] == f"{wk.DEFAULT_SCRATCH_BASE} true\n"
+    stack = [ln for ln in written[wk.PLUGSTACK_CONF].splitlines() if ln and not ln.startswith("#")]
+    assert stack == [f"required {wk.SPANK_PLUGIN}"]
+
+
+@pytest.mark.parametrize("role", ["login", "controller"])
+def test_only_workers_have_a_spank_stack(tmp_path: Path, role: str) -> None:
+    """slurm.conf's PlugStackConfig is a path each pod reads locally: srun and sbatch on the login pod
+    load no plugin (a missing stack is no error to Slurm), so they need none of the worker's files."""
+    pod = podkit.make_pod(tmp_path, role, Machine(cores_per_socket=2, mem_mib=8192))
+    p = _plan(pod, role)
+    assert wk.PLUGSTACK_CONF not in {f.path for f in p.files}
 
 
 @pytest.mark.parametrize("devices", [(), ("uverbs0", "uverbs1")], ids=["no-rdma", "rdma"])

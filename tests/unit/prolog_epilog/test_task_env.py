@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,67 +157,104 @@ def test_the_program_imports_little_and_exports_nothing_without_the_file() -> No
     assert (done.returncode, done.stdout) == (0, "")
 
 
-# --- The task prolog the workers run: images/files/slurmpod-task-prolog.sh, over what the start rendered ---
-SCRIPT = paths.REPO / "images" / "files" / "slurmpod-task-prolog.sh"
+# --- What each task gets on a worker: images/files/slurmpod_task_env.c (in the SPANK plugin), over what
+# the start rendered. Built here with the host's C compiler into a harness that prints what it sets. ---
+FILES = paths.REPO / "images" / "files"
+HARNESS = paths.REPO / "tests" / "unit" / "prolog_epilog" / "task_env_harness.c"
 
 
-def _script(tmp_path: Path, base: Path | None, tmpdir: bool = True,
-            exports: tuple[tuple[str, str], ...] = (("NCCL_SOCKET_IFNAME", "eth0"),)) -> Path:
-    """The script with its two files moved under ``tmp_path``, written as the worker's start writes them."""
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "a C compiler is needed to build the task environment harness (apt-get install gcc)"
+    built = tmp_path_factory.mktemp("task-env") / "task_env_harness"
+    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", f"-I{FILES}", "-o", str(built), str(HARNESS),
+                    str(FILES / "slurmpod_task_env.c")], check=True)
+    return built
+
+
+def _files(tmp_path: Path, base: Path | None, tmpdir: bool = True,
+           exports: tuple[tuple[str, str], ...] = (("NCCL_SOCKET_IFNAME", "eth0"),)) -> tuple[Path, Path]:
+    """The two files, written as the worker's start writes them (no scratch file without a base)."""
     exported, scratch = task_env.render_for_script(TaskEnv(exports, None if base is None else str(base), tmpdir))
     (tmp_path / "exports").write_text(exported, encoding="utf-8")
     if scratch is not None:
         (tmp_path / "scratch").write_text(scratch, encoding="utf-8")
-    text = SCRIPT.read_text(encoding="utf-8")
-    for name in (wk.TASK_PROLOG_EXPORTS, wk.TASK_PROLOG_SCRATCH):
-        assert text.count(f"={name}\n") == 1, name
-        text = text.replace(f"={name}\n", f"={tmp_path / Path(name).suffix.lstrip('.')}\n")
-    script = tmp_path / "task-prolog.sh"
-    script.write_text(text, encoding="utf-8")
-    return script
+    return tmp_path / "exports", tmp_path / "scratch"
 
 
-def _task(script: Path, job_id: str | None) -> tuple[list[str], str]:
-    env = {"PATH": "/usr/bin:/bin"} | ({wk.ENV_SLURM_JOB_ID: job_id} if job_id is not None else {})
-    done = subprocess.run(["/bin/sh", str(script)], env=env, capture_output=True, text=True, timeout=30, check=False)
+def _task(harness: Path, files: tuple[Path, Path], job_id: int) -> tuple[list[str], str]:
+    done = subprocess.run([str(harness), str(files[0]), str(files[1]), str(job_id)], capture_output=True, text=True,
+                          timeout=30, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines(), done.stderr
 
 
-def test_the_script_prints_what_the_python_task_prolog_prints(tmp_path: Path) -> None:
+def test_a_task_gets_what_the_python_task_prolog_prints(harness: Path, tmp_path: Path) -> None:
     base = tmp_path / "jobs"
     base.mkdir(mode=0o1777)
-    script = _script(tmp_path, base)
-    out, err = _task(script, "42")
+    files = _files(tmp_path, base)
+    out, err = _task(harness, files, 42)
     python = task_env.run({wk.ENV_SLURM_JOB_ID: "42"}, str(_file(tmp_path, base)), os.getuid())
     assert (out, err) == (python[0], "")
     scratch = base / "job-42"
     assert scratch.is_dir() and (scratch.stat().st_mode & 0o777) == 0o700
-    assert _task(script, "42") == (out, "")  # the job's next task finds it made and uses it
+    assert _task(harness, files, 42) == (out, "")  # the job's next task finds it made and uses it
 
 
-def test_the_script_without_tmpdir_without_scratch_and_without_a_job_id(tmp_path: Path) -> None:
+def test_the_scratch_dir_is_0700_whatever_the_tasks_umask(harness: Path, tmp_path: Path) -> None:
+    base = tmp_path / "jobs"
+    base.mkdir(mode=0o1777)
+    files = _files(tmp_path, base)
+    done = subprocess.run(["sh", "-c", f'umask 0777; exec "{harness}" "{files[0]}" "{files[1]}" 5'],
+                          capture_output=True, text=True, timeout=30, check=True)
+    assert f"export {wk.TASK_ENV_SCRATCH}={base}/job-5" in done.stdout.splitlines(), done.stderr
+    assert ((base / "job-5").stat().st_mode & 0o777) == 0o700
+
+
+def test_without_tmpdir_without_scratch_and_without_a_job_id(harness: Path, tmp_path: Path) -> None:
     base = tmp_path / "jobs"
     base.mkdir()
-    script = _script(tmp_path, base, tmpdir=False)
-    assert _task(script, "7")[0] == ["export NCCL_SOCKET_IFNAME=eth0", f"export {wk.TASK_ENV_SCRATCH}={base}/job-7"]
-    for hostile in ("7;rm -rf /", "$(id)", "", "12345678901", "../7", "7\nexport LD_PRELOAD=/x"):
-        assert _task(script, hostile)[0] == ["export NCCL_SOCKET_IFNAME=eth0"], hostile
-    assert _task(script, None)[0] == ["export NCCL_SOCKET_IFNAME=eth0"]
-    (tmp_path / "scratch").unlink()  # no scratch base configured
-    assert _task(script, "8")[0] == ["export NCCL_SOCKET_IFNAME=eth0"]
+    files = _files(tmp_path, base, tmpdir=False)
+    assert _task(harness, files, 7)[0] == ["export NCCL_SOCKET_IFNAME=eth0",
+                                           f"export {wk.TASK_ENV_SCRATCH}={base}/job-7"]
+    assert _task(harness, files, 0)[0] == ["export NCCL_SOCKET_IFNAME=eth0"]  # no job id from Slurm
+    files[1].unlink()  # no scratch base configured
+    assert _task(harness, files, 8)[0] == ["export NCCL_SOCKET_IFNAME=eth0"]
     assert not (base / "job-8").exists()
+    files[0].unlink()  # a worker whose start wrote nothing: nothing set, nothing said
+    assert _task(harness, files, 8) == ([], "")
 
 
 @pytest.mark.parametrize("planted", ["other-users-dir", "symlink", "open-mode", "file"])
-def test_the_script_does_not_use_a_planted_scratch_dir(tmp_path: Path, planted: str) -> None:
+def test_a_task_does_not_use_a_planted_scratch_dir(harness: Path, tmp_path: Path, planted: str) -> None:
     base = _planted(tmp_path, planted)
     if planted == "other-users-dir":
         assert os.geteuid() == 0, "planting another user's directory needs root (the test suite runs as root)"
         os.chown(base / "job-9", OTHER_UID, OTHER_UID)
-    out, err = _task(_script(tmp_path, base), "9")
+    out, err = _task(harness, _files(tmp_path, base), 9)
     assert out == ["export NCCL_SOCKET_IFNAME=eth0"]
     assert "no scratch directory" in err and "not a private directory" in err
+
+
+@pytest.mark.parametrize("line", [
+    "export lower=1", "export 1A=1", "export A=$(id)", "export A=a b", "export A='x'", "export A=",
+    "export A" + "=" + "x" * 4097, "EXPORT A=1", "export =1", "A=1", "export A=1;B=2",
+])
+def test_an_edited_exports_file_still_sets_only_valid_names_and_values(harness: Path, tmp_path: Path,
+                                                                      line: str) -> None:
+    (tmp_path / "exports").write_text(line + "\n", encoding="utf-8")
+    out, _ = _task(harness, (tmp_path / "exports", tmp_path / "scratch"), 3)
+    assert out == [], out
+
+
+@pytest.mark.parametrize("scratch", ["relative true", "/ true", "/a/../b true", "/a/ true", "/a maybe", "/a",
+                                     "/a b true", "/$(id) true", "/a\ttrue"])
+def test_an_edited_scratch_file_makes_no_dir(harness: Path, tmp_path: Path, scratch: str) -> None:
+    (tmp_path / "exports").write_text("", encoding="utf-8")
+    (tmp_path / "scratch").write_text(scratch + "\n", encoding="utf-8")
+    out, _ = _task(harness, (tmp_path / "exports", tmp_path / "scratch"), 3)
+    assert out == [], (scratch, out)
 
 
 def test_the_files_the_script_reads_hold_only_validated_lines() -> None:

@@ -129,7 +129,7 @@ def test_base_build_args_carry_the_fixed_ids_and_flavor_options() -> None:
     role = build.build_args(forky, "worker", "unused")
     packages = "slurmd openssh-server libpam-slurm-adopt slurm-wlm-nvml-plugin slurm-wlm-jwt-plugin"
     assert role == {"BASE_IMAGE": "slurmpod/base:26.05", "APT_PACKAGES": packages, "CONTRIB_SUITE": "sid",
-                    "HOOK_BUILD_PACKAGES": "gcc libc6-dev"}
+                    "HOOK_BUILD_PACKAGES": "gcc libc6-dev libslurm-dev"}
 
 
 def test_controller_compiles_the_plugin_with_the_venv_python_and_drops_the_tools() -> None:
@@ -219,7 +219,8 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
     login = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "pam-slurmpod-mkhomedir",
              "psm2_absent.c", "psm2_absent.map", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl",
              "sshd_slurmpod.conf"]
-    expected["worker"] = sorted([*login, "install-hooks.sh", "slurmpod_hook.c", "slurmpod-task-prolog.sh"])
+    expected["worker"] = sorted([*login, "install-hooks.sh", "slurmpod_hook.c", "slurmpod_spank.c",
+                                 "slurmpod_task_env.c", "slurmpod_task_env.h"])
     assert files == expected.get(name, login)
 
 
