@@ -1,6 +1,6 @@
 /* slurmpod_task_env.c - the task environment (slurmpod_task_env.h): the rules of prolog_epilog/task_env.py
- * (names A-Z 0-9 _, values of A-Z a-z 0-9 _ . / : , = @ % + ^ -, job ids of 1-10 digits), applied again
- * to the files the worker's start wrote, so an edited file still cannot set anything else.
+ * (names A-Z 0-9 _, values of A-Z a-z 0-9 _ . / : , = @ % + ^ -), applied again to the files the
+ * worker's start wrote, so an edited file still cannot set anything else. The job id is Slurm's number.
  */
 #define _GNU_SOURCE
 #include "slurmpod_task_env.h"
