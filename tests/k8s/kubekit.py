@@ -6,9 +6,12 @@ import json
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+from kubernetes import client, config, watch
 
 from slurmpod import well_known as wk
 from slurmpod_host.kube import api, release
@@ -27,6 +30,12 @@ READY_TIMEOUT_S = 240.0
 PROBE_PERIOD_S, PROBE_TIMEOUT_S, PROBE_FAILURES = 10, 8, 3
 NOT_READY_BOUND_S = PROBE_PERIOD_S * PROBE_FAILURES + PROBE_TIMEOUT_S
 WORKER_SELECTOR = f"{wk.LABEL_ROLE}=worker"
+# A deleted pod's object stays until the kubelet has removed its dead containers. Kubelet 1.20 removes
+# them when it sees the last one die with the pod already terminating, and otherwise at its next
+# container garbage collection, once a minute (ContainerGCPeriod, pkg/kubelet/kubelet.go); the status
+# manager then deletes the object at its next sync, every 10 s (syncPeriod, pkg/kubelet/status).
+# Ref: https://kubernetes.io/docs/concepts/architecture/garbage-collection/#containers-images
+KUBELET_REMOVAL_S = 60 + 10 + 10  # the two periods, and 10 s for a loaded 2-core host
 # The session release's k8s-sync: short waits, so the NotReady test takes the node controller's grace
 # (40 s, kube-controller-manager --node-monitor-grace-period) and little more.
 K8S_SYNC_INTERVAL_S, NOT_READY_GRACE_S, READY_SETTLE_S = 2, 5, 5
@@ -128,6 +137,56 @@ class Kube:
                                   f"<<'EOF'\n{body}EOF")
         assert done.returncode == 0, done.stdout + done.stderr
         return int(done.stdout.strip().split(";")[0])
+
+
+@dataclass(frozen=True, slots=True)
+class PodEnd:
+    """One pod object from its deletion to its removal, as a watch on the API server saw it; times are
+    seconds since the delete was sent."""
+
+    terminated_s: float | None  # when its container's state first read terminated
+    exit_code: int | None  # 137 when the kubelet had to SIGKILL it at the grace period's end
+    reason: str
+    removed_s: float | None  # when the object was deleted
+    events: tuple[str, ...]  # the kubelet's events for the pod (Killing, FailedPreStopHook, ...)
+
+    def describe(self) -> str:
+        return (f"container terminated at {self.terminated_s}s (exit {self.exit_code}, {self.reason or '-'}), "
+                f"object removed at {self.removed_s}s; events: {'; '.join(self.events) or '-'}")
+
+
+def delete_and_watch(kube: Kube, pod: str, timeout_s: float) -> PodEnd:
+    """``kubectl delete pod`` without waiting, then watch that pod object (by uid: a StatefulSet's
+    replacement has the same name) from the version read before the delete, so no change is missed."""
+    core = client.CoreV1Api(config.new_client_from_config(config_file=str(kube.layout.kubeconfig)))
+    before = core.read_namespaced_pod(pod, NAMESPACE)
+    uid = before.metadata.uid
+    started = time.monotonic()
+    kube.kubectl("-n", NAMESPACE, "delete", "pod", pod, "--wait=false")
+    terminated_s: float | None = None
+    exit_code: int | None = None
+    reason = ""
+    removed_s: float | None = None
+    stream = watch.Watch()
+    for event in stream.stream(core.list_namespaced_pod, NAMESPACE, field_selector=f"metadata.name={pod}",
+                               resource_version=before.metadata.resource_version, timeout_seconds=int(timeout_s)):
+        obj = event["object"]
+        if obj.metadata.uid != uid:
+            continue
+        at = round(time.monotonic() - started, 1)
+        for status in obj.status.container_statuses or []:
+            ended = status.state.terminated if status.state else None
+            if ended is not None and terminated_s is None:
+                terminated_s, exit_code, reason = at, ended.exit_code, str(ended.reason or "")
+        if event["type"] == "DELETED":
+            removed_s = at
+            stream.stop()
+    listed = kube.kubectl("-n", NAMESPACE, "get", "events", f"--field-selector=involvedObject.uid={uid}",
+                          "-o", "json", timeout=30, check=False)
+    items = json.loads(listed.stdout).get("items", []) if listed.returncode == 0 else []
+    events = tuple(f"{e.get('reason')}: {str(e.get('message') or '')[:300]}" for e in items
+                   if e.get("reason") in ("Killing", "FailedPreStopHook", "FailedKillPod", "ExceededGracePeriod"))
+    return PodEnd(terminated_s, exit_code, reason, removed_s, events)
 
 
 def note(text: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kubekit import BURST_VALUES, METRICS_POLL_S, NAMESPACE, RELEASE, Kube, note, session_values
+from kubekit import BURST_VALUES, KUBELET_REMOVAL_S, METRICS_POLL_S, NAMESPACE, RELEASE, Kube, note, session_values
 from promkit import SCRAPE_INTERVAL_S, Prometheus, running, wait_targets_up
 from waiting import wait_for
 
@@ -167,7 +167,7 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
                          IDLE_S + 4 * AUTOSCALE_INTERVAL_S + JOB_S)
     note(f"back to 0 replicas {zero_s:.1f}s after the late job")
     wait_for(f"{STS}'s pods gone", lambda: True if not kube.get(
-        "pods", "-l", f"{wk.LABEL_NODESET}={BURST}")["items"] else None, GRACE_S + 30)
+        "pods", "-l", f"{wk.LABEL_NODESET}={BURST}")["items"] else None, GRACE_S + KUBELET_REMOVAL_S)
     wait_for("the placeholders back", lambda: True if _future(kube) == {f"{STS}-{i}" for i in range(MAX)}
              else None, 2 * AUTOSCALE_INTERVAL_S + 10)
 

@@ -1,12 +1,13 @@
 """`kubectl delete pod` of a worker under a running batch job: the kubelet runs the real preStop hook,
-which drains the node and requeues the job; the job completes on the other worker, and the replacement
-pod the StatefulSet controller makes registers IDLE."""
+which drains the node and requeues the job inside the grace period, so the container exits by itself;
+the job completes on the other worker, and the replacement pod the StatefulSet controller makes
+registers IDLE."""
 
 from __future__ import annotations
 
 import time
 
-from kubekit import READY_TIMEOUT_S, Kube, note
+from kubekit import KUBELET_REMOVAL_S, READY_TIMEOUT_S, Kube, delete_and_watch, note
 from waiting import wait_for
 
 GRACE_S = 60  # nodesets.workers.terminationGracePeriodSeconds: the kubelet's bound on preStop + stop
@@ -50,10 +51,13 @@ def test_delete_pod_under_a_job_requeues_it_to_the_other_worker(kube: Kube) -> N
         f"grep -q 'start run=0' requeue-{job}.out").returncode == 0 else None, 30)
 
     started = time.monotonic()
-    deleted = kube.kubectl("-n", "slurmpod", "delete", "pod", victim, "--wait=true", timeout=GRACE_S + 30)
-    delete_s = time.monotonic() - started
-    note(f"kubectl delete pod {victim}: {delete_s:.1f}s (grace {GRACE_S}s)")
-    assert deleted.returncode == 0 and delete_s < GRACE_S, deleted.stderr
+    end = delete_and_watch(kube, victim, GRACE_S + KUBELET_REMOVAL_S)
+    note(f"kubectl delete pod {victim} (grace {GRACE_S}s): {end.describe()}")
+    # preStop and the daemons' stop ended inside the grace period: the container exited by itself (a
+    # SIGKILL at the period's end would read 137), and the kubelet had no hook failure to report.
+    assert end.terminated_s is not None and end.terminated_s < GRACE_S and end.exit_code == 0, end.describe()
+    assert not [e for e in end.events if e.startswith("FailedPreStopHook")], end.describe()
+    assert end.removed_s is not None and end.removed_s < end.terminated_s + KUBELET_REMOVAL_S, end.describe()
 
     def finished() -> dict[str, object] | None:
         j = kube.job(job)

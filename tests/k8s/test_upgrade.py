@@ -9,14 +9,25 @@ from __future__ import annotations
 import subprocess
 import time
 
-from kubekit import NAMESPACE, READY_TIMEOUT_S, RELEASE, WORKER_SELECTOR, WORKERS, Kube, note, session_values
+from kubekit import (
+    KUBELET_REMOVAL_S,
+    NAMESPACE,
+    READY_TIMEOUT_S,
+    RELEASE,
+    WORKER_SELECTOR,
+    WORKERS,
+    Kube,
+    note,
+    session_values,
+)
 from waiting import wait_for
 
 from slurmpod_host.kube import release
 
 TASKS = 6
-# The roll (two workers, each: preStop, stop, start, Ready) and then the rest of the array.
-ROLL_BOUND_S = READY_TIMEOUT_S
+WORKER_GRACE_S = 60  # nodesets.workers.terminationGracePeriodSeconds: the kubelet's bound on preStop + stop
+# The roll, one worker after the other: preStop and stop, the old object's removal, the new pod Ready.
+ROLL_BOUND_S = WORKERS * (WORKER_GRACE_S + KUBELET_REMOVAL_S) + READY_TIMEOUT_S
 JOBS_BOUND_S = 180.0
 
 
