@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kubernetes import client, config, watch
-
 from slurmpod import well_known as wk
 from slurmpod_host.kube import api, release
 from slurmpod_host.kube.layout import Layout
@@ -141,52 +139,52 @@ class Kube:
 
 @dataclass(frozen=True, slots=True)
 class PodEnd:
-    """One pod object from its deletion to its removal, as a watch on the API server saw it; times are
-    seconds since the delete was sent."""
+    """One deleted pod: when its container died (as the Docker engine under the kubelet saw it) and when
+    its object left the API server; seconds since the delete was sent."""
 
-    terminated_s: float | None  # when its container's state first read terminated
+    died_s: float | None
     exit_code: int | None  # 137 when the kubelet had to SIGKILL it at the grace period's end
-    reason: str
-    removed_s: float | None  # when the object was deleted
+    removed_s: float | None
     events: tuple[str, ...]  # the kubelet's events for the pod (Killing, FailedPreStopHook, ...)
 
     def describe(self) -> str:
-        return (f"container terminated at {self.terminated_s}s (exit {self.exit_code}, {self.reason or '-'}), "
-                f"object removed at {self.removed_s}s; events: {'; '.join(self.events) or '-'}")
+        return (f"container died at {self.died_s}s (exit {self.exit_code}), object removed at "
+                f"{self.removed_s}s; events: {'; '.join(self.events) or '-'}")
 
 
-def delete_and_watch(kube: Kube, pod: str, timeout_s: float) -> PodEnd:
-    """``kubectl delete pod`` without waiting, then watch that pod object (by uid: a StatefulSet's
-    replacement has the same name) from the version read before the delete, so no change is missed."""
-    core = client.CoreV1Api(config.new_client_from_config(config_file=str(kube.layout.kubeconfig)))
-    before = core.read_namespaced_pod(pod, NAMESPACE)
-    uid = before.metadata.uid
-    started = time.monotonic()
+def delete_and_watch(kube: Kube, docker_client: Any, pod: str, grace_s: float) -> PodEnd:
+    """``kubectl delete pod`` without waiting; the main container's `die` event from Docker (the API
+    server's copy of the pod may never show the container terminated: kubelet 1.20 can delete the object
+    before it writes that status), then the object's removal (by uid: a StatefulSet's replacement has
+    the same name). Waits at most the grace period for the death and KUBELET_REMOVAL_S after it."""
+    uid = kube.get("pod", pod)["metadata"]["uid"]
+    listed = docker_client.containers.list(filters={"label": [f"io.kubernetes.pod.uid={uid}",
+                                                              "io.kubernetes.docker.type=container"]})
+    assert len(listed) == 1, f"{pod}: containers {listed}"
+    started = time.time()
     kube.kubectl("-n", NAMESPACE, "delete", "pod", pod, "--wait=false")
-    terminated_s: float | None = None
+    died_s: float | None = None
     exit_code: int | None = None
-    reason = ""
+    for event in docker_client.events(since=int(started) - 1, until=int(started + grace_s) + 2, decode=True,
+                                      filters={"container": listed[0].id, "event": "die"}):
+        died_s = round(event["timeNano"] / 1e9 - started, 1)
+        exit_code = int(event["Actor"]["Attributes"]["exitCode"])
+        break
     removed_s: float | None = None
-    stream = watch.Watch()
-    for event in stream.stream(core.list_namespaced_pod, NAMESPACE, field_selector=f"metadata.name={pod}",
-                               resource_version=before.metadata.resource_version, timeout_seconds=int(timeout_s)):
-        obj = event["object"]
-        if obj.metadata.uid != uid:
-            continue
-        at = round(time.monotonic() - started, 1)
-        for status in obj.status.container_statuses or []:
-            ended = status.state.terminated if status.state else None
-            if ended is not None and terminated_s is None:
-                terminated_s, exit_code, reason = at, ended.exit_code, str(ended.reason or "")
-        if event["type"] == "DELETED":
-            removed_s = at
-            stream.stop()
-    listed = kube.kubectl("-n", NAMESPACE, "get", "events", f"--field-selector=involvedObject.uid={uid}",
-                          "-o", "json", timeout=30, check=False)
-    items = json.loads(listed.stdout).get("items", []) if listed.returncode == 0 else []
+    deadline = time.time() + KUBELET_REMOVAL_S
+    while time.time() < deadline:
+        done = kube.kubectl("-n", NAMESPACE, "get", "pod", pod, "-o", "jsonpath={.metadata.uid}", timeout=30,
+                            check=False)
+        if (done.returncode == 0 and done.stdout.strip() != uid) or "NotFound" in done.stderr:
+            removed_s = round(time.time() - started, 1)
+            break
+        time.sleep(0.5)
+    found = kube.kubectl("-n", NAMESPACE, "get", "events", f"--field-selector=involvedObject.uid={uid}",
+                         "-o", "json", timeout=30, check=False)
+    items = json.loads(found.stdout).get("items", []) if found.returncode == 0 else []
     events = tuple(f"{e.get('reason')}: {str(e.get('message') or '')[:300]}" for e in items
                    if e.get("reason") in ("Killing", "FailedPreStopHook", "FailedKillPod", "ExceededGracePeriod"))
-    return PodEnd(terminated_s, exit_code, reason, removed_s, events)
+    return PodEnd(died_s, exit_code, removed_s, events)
 
 
 def note(text: str) -> None:

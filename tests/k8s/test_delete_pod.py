@@ -6,6 +6,7 @@ registers IDLE."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from kubekit import KUBELET_REMOVAL_S, READY_TIMEOUT_S, Kube, delete_and_watch, note
 from waiting import wait_for
@@ -36,7 +37,7 @@ def idle(kube: Kube, node: str) -> bool | None:
     return True if "IDLE" in state and not state & {"DRAIN", "DOWN", "NOT_RESPONDING"} else None
 
 
-def test_delete_pod_under_a_job_requeues_it_to_the_other_worker(kube: Kube) -> None:
+def test_delete_pod_under_a_job_requeues_it_to_the_other_worker(kube: Kube, docker_client: Any) -> None:
     victim, other = kube.workers
     # Pinned to the victim by draining the other worker while it starts (-w would pin the rerun too).
     _drain(kube, other, "k8s-suite: pin job")
@@ -51,13 +52,13 @@ def test_delete_pod_under_a_job_requeues_it_to_the_other_worker(kube: Kube) -> N
         f"grep -q 'start run=0' requeue-{job}.out").returncode == 0 else None, 30)
 
     started = time.monotonic()
-    end = delete_and_watch(kube, victim, GRACE_S + KUBELET_REMOVAL_S)
+    end = delete_and_watch(kube, docker_client, victim, GRACE_S)
     note(f"kubectl delete pod {victim} (grace {GRACE_S}s): {end.describe()}")
     # preStop and the daemons' stop ended inside the grace period: the container exited by itself (a
     # SIGKILL at the period's end would read 137), and the kubelet had no hook failure to report.
-    assert end.terminated_s is not None and end.terminated_s < GRACE_S and end.exit_code == 0, end.describe()
+    assert end.died_s is not None and end.died_s < GRACE_S and end.exit_code == 0, end.describe()
     assert not [e for e in end.events if e.startswith("FailedPreStopHook")], end.describe()
-    assert end.removed_s is not None and end.removed_s < end.terminated_s + KUBELET_REMOVAL_S, end.describe()
+    assert end.removed_s is not None and end.removed_s < end.died_s + KUBELET_REMOVAL_S, end.describe()
 
     def finished() -> dict[str, object] | None:
         j = kube.job(job)
