@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from slurmpod import podinfo, reasons
+from slurmpod import logs, podinfo, reasons
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
 from slurmpod.errors import BadInput, PermanentError, SlurmpodError, TransientError
@@ -171,6 +171,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
     if args.grace <= 0:
         raise BadInput.one(wk.ENV_GRACE_SECONDS, args.grace, "must be positive")
+    logs.mirror_to(wk.POD_LOG_STREAM)  # what preStop did, in `kubectl logs` beside the daemons' lines
     try:
         report = run(CliSlurmClient(), SupervisorCtl(pod.run_dir), node, args.grace)
     except SlurmpodError as exc:

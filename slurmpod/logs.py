@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
+
+# Control characters written as escapes in text lines: a value from a job or a node record never
+# starts a line of its own. JSON lines escape them already.
+_ESCAPES = {c: f"\\x{c:02x}" for c in range(32)} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 127: "\\x7f"}
+
+
+def _clean(value: object) -> str:
+    return str(value).translate(_ESCAPES)
 
 
 class _JsonFormatter(logging.Formatter):
@@ -25,8 +34,8 @@ class _JsonFormatter(logging.Formatter):
 class _TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ctx = getattr(record, "ctx", {})
-        extra = "".join(f" {k}={v}" for k, v in sorted(ctx.items()))
-        line = f"slurmpod {record.levelname.lower()} {record.name}: {record.getMessage()}{extra}"
+        extra = "".join(f" {_clean(k)}={_clean(v)}" for k, v in sorted(ctx.items()))
+        line = f"slurmpod {record.levelname.lower()} {record.name}: {_clean(record.getMessage())}{extra}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
@@ -40,3 +49,21 @@ def setup(fmt: str = "text", level: int = logging.INFO) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+
+
+def mirror_to(path: str) -> bool:
+    """Also send slurmpod's logs to ``path``, in the format ``setup`` chose: a hook that Kubernetes runs
+    in the container (preStop) writes to the main process's stderr, so its lines reach `kubectl logs`,
+    which keeps a hook's own output only when it fails. False, and nothing added, where it cannot open.
+    Ref: https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/#debugging-hook-handlers
+    """
+    root = logging.getLogger("slurmpod")
+    if not root.handlers or os.getpid() == 1:
+        return False
+    try:
+        handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    except OSError:
+        return False
+    handler.setFormatter(root.handlers[0].formatter)
+    root.addHandler(handler)
+    return True

@@ -55,6 +55,8 @@ PODINFO_LABELS = "labels"
 PODINFO_ANNOTATIONS = "annotations"
 # Ref: https://kubernetes.io/docs/tasks/debug/debug-application/determine-reason-pod-failure/
 TERMINATION_LOG = "/dev/termination-log"
+# The container's main process's stderr, which the container runtime keeps as the pod's log.
+POD_LOG_STREAM = "/proc/1/fd/2"
 # Secret volumes (deploy/ mounts both key Secrets here, read-only, defaultMode 0400, optional: only the
 # key of the cluster's auth type has to be there).
 MUNGE_KEY_SECRET = "/run/secrets/slurmpod/munge/munge.key"

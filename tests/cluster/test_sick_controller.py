@@ -72,6 +72,10 @@ def test_prestop_with_slurmctld_stopped_ends_in_time_and_changes_nothing(session
             assert result.code == 1, (pod, result.code, result.stdout, result.stderr)
             assert "gave up at the deadline" in result.stdout + result.stderr, (pod, result.stderr)
         print(f"two preStop hooks against a stopped slurmctld took {took:.1f}s (grace {PRESTOP_GRACE_S}s each)")
+        for pod in (ours, admins):  # the hook's report is in the pod's own log, where an operator looks
+            pod_log = session.client.api.logs(pod, stdout=True, stderr=True, tail=400).decode(errors="replace")
+            reports = [line for line in pod_log.splitlines() if "prestop done" in line]
+            assert reports and "gave up at the deadline" in reports[-1], (pod, pod_log[-2000:])
         # Every record and every reason as it was: ours not drained by us, the admin's byte for byte.
         after = node(session, ours)
         assert after is not None and not after.drained, after
