@@ -687,6 +687,12 @@ def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
         cgroups=doc.flag("cgroups"),
     )
     nodesets = _nodesets(doc)
+    scaled = sum(n.autoscaling.max_replicas for n in nodesets if n.autoscaling.enabled)
+    if isinstance(values["max_nodes"], int):
+        # slurmctld refuses a dynamic node past MaxNodeCount.
+        # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_MaxNodeCount
+        p.check(values["max_nodes"] >= scaled, "maxNodes", str(values["max_nodes"]),
+                f"below the autoscaled nodesets' maxReplicas together ({scaled}): not all their nodes could register")
     values.update(
         nodesets=nodesets,
         partitions=_partitions(doc, {n.name for n in nodesets}),

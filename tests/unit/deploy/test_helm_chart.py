@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from slurmpod import well_known as wk
-from slurmpod.entrypoints import cluster_spec
+from slurmpod.entrypoints import cluster_spec, render
 from slurmpod.errors import BadInput
 from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster import manifests, podspec
@@ -171,6 +171,23 @@ def test_scaled_nodesets_get_their_own_statefulset_budget_and_slurm_nodeset() ->
     assert [(n["name"], n["feature"], n["statefulSet"]) for n in spec["nodesets"]] == [
         ("gpu", "gpu", "slurmpod-worker-gpu"), ("workers", "workers", "slurmpod-worker")]
     assert not any(n.autoscaling.enabled for n in cluster_spec.parse(spec).nodesets)  # off unless asked
+
+
+@pytest.mark.parametrize(("args", "max_nodes"), [
+    ([], 1024),
+    (["--set=nodesets.workers.replicas=2100"], 2100),
+    # autoscaled: its maxReplicas counts, not the replicas it starts at
+    (["--set=nodesets.workers.autoscaling.enabled=true", "--set=nodesets.workers.autoscaling.maxReplicas=3000"], 3000),
+    (["--set=cluster.maxNodes=5000"], 5000),
+])
+def test_max_node_count_covers_every_nodesets_pods(args: list[str], max_nodes: int) -> None:
+    """slurmctld refuses a dynamic node past MaxNodeCount: the chart's spec holds them all."""
+    done = _helm("template", "slurmpod", str(CHART), *args)
+    assert done.returncode == 0, done.stderr
+    docs = [d for d in yaml.safe_load_all(done.stdout) if d]
+    spec = cluster_spec.parse(yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"]))
+    assert spec.max_nodes == max_nodes
+    assert f"MaxNodeCount={max_nodes}\n" in render.slurm_conf(spec, "slurmpod-controller-0")
 
 
 def test_a_nodesets_slurmd_env_follows_the_charts_own_in_that_nodeset_only() -> None:
@@ -405,6 +422,16 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=nodesets.workers.slurmd.env.X[0]=1"], "nodesets.workers.slurmd.env.X: must be a string, number"),
     (["--set-string=nodesets.workers.slurmd.env.X=a\nB=c"],
      'nodesets.workers.slurmd.env.X: "a\\nB=c": no control characters'),
+    (["--set=nodesets.workers.replicas=-1"], 'nodesets.workers.replicas: "-1": must be a whole number, 0 to 65000'),
+    (["--set=nodesets.workers.replicas=70000"], 'nodesets.workers.replicas: "70000"'),
+    (["--set-string=nodesets.workers.replicas=2\nkind: Secret"], 'nodesets.workers.replicas: "2\\nkind: Secret"'),
+    (["--set-string=loginsets.login.replicas=1\nx: y"], 'loginsets.login.replicas: "1\\nx: y"'),
+    (["--set=restapi.enabled=true", "--set=restapi.replicas=1.5"], 'restapi.replicas: "1.5"'),
+    (["--set=cluster.maxNodes=0"], 'cluster.maxNodes: "0": must be a whole number, 1 to 65000'),
+    (["--set=nodesets.workers.replicas=2000", "--set=cluster.maxNodes=1500"],
+     "cluster.maxNodes: 1500: below the nodesets' pods together (2000)"),
+    (["--set=nodesets.workers.autoscaling.enabled=true", "--set=nodesets.workers.autoscaling.maxReplicas=70000"],
+     "nodesets: 70000 pods together, more than Slurm's 65000 nodes"),
 ])
 def test_bad_values_fail_naming_the_key(args: list[str], message: str) -> None:
     done = _helm("template", "slurmpod", str(CHART), *args)

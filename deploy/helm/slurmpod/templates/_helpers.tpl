@@ -279,6 +279,39 @@ mode slurmpod), comma-separated; "" when none. */}}
 {{- end -}}
 {{- end -}}
 
+{{/* A nodeset's pod count while its autoscaling is off (values nodesets.<name>.replicas), checked: a whole
+number up to 65000, MaxNodeCount's own bound. Called with (dict "name" NODESET "ns" VALUES). */}}
+{{- define "slurmpod.replicas" -}}
+{{- include "slurmpod.wholeNumber" (dict "field" (printf "nodesets.%s.replicas" .name) "value" .ns.replicas "min" 0 "max" 65000) -}}
+{{- int64 .ns.replicas -}}
+{{- end -}}
+
+{{/* The most Slurm nodes the nodesets can bring (each one's maxReplicas while autoscaling is on, its
+replicas otherwise), and slurm.conf MaxNodeCount: values cluster.maxNodes, or 1024 or that total when
+larger. Slurm refuses a dynamic node past MaxNodeCount. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_MaxNodeCount */}}
+{{- define "slurmpod.maxNodes" -}}
+{{- $total := 0 -}}
+{{- range $name, $ns := .Values.nodesets -}}
+{{- if $ns.enabled -}}
+{{- $a := include "slurmpod.autoscaling" (dict "name" $name "ns" $ns) | fromJson -}}
+{{- $total = add $total (ternary (int64 $a.maxReplicas) (int64 (include "slurmpod.replicas" (dict "name" $name "ns" $ns))) $a.enabled) -}}
+{{- end -}}
+{{- end -}}
+{{- $set := .Values.cluster.maxNodes -}}
+{{- if kindIs "invalid" $set -}}
+{{- if gt (int64 $total) 65000 -}}
+{{- fail (printf "nodesets: %d pods together, more than Slurm's 65000 nodes (MaxNodeCount)" (int64 $total)) -}}
+{{- end -}}
+{{- max 1024 $total -}}
+{{- else -}}
+{{- include "slurmpod.wholeNumber" (dict "field" "cluster.maxNodes" "value" $set "min" 1 "max" 65000) -}}
+{{- if lt (int64 $set) (int64 $total) -}}
+{{- fail (printf "cluster.maxNodes: %d: below the nodesets' pods together (%d): not all of them could register as Slurm nodes" (int64 $set) (int64 $total)) -}}
+{{- end -}}
+{{- int64 $set -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Fails naming .field unless .labels is a map of string values (a label value is a string; `1` unquoted is not). */}}
 {{- define "slurmpod.stringLabels" -}}
 {{- if not (kindIs "map" (.labels | default dict)) }}{{ fail (printf "%s: %q: must be a map of labels" .field (toString .labels)) }}{{ end -}}

@@ -59,6 +59,17 @@ def test_bad_settings_name_the_field_and_value(nodeset: dict[str, Any], field: s
     assert err.value.exit_code == 2
 
 
+def test_max_nodes_below_the_autoscaled_nodesets_together_is_refused() -> None:
+    """slurmctld refuses a dynamic node past MaxNodeCount: a spec that could never hold them all fails."""
+    scaled = {"enabled": True, "maxReplicas": 600}
+    nodesets = [{"name": n, "statefulSet": f"slurm-worker-{n}", "autoscaling": scaled} for n in ("gpu", "cpu")]
+    raw = {"nodesets": nodesets, "partitions": [{"name": "main", "nodesets": ["gpu", "cpu"]}]}
+    with pytest.raises(BadInput) as err:
+        cluster_spec.parse(raw)  # 1024 by default, against 1200
+    assert "maxNodes='1024'" in str(err.value) and "(1200)" in str(err.value) and err.value.exit_code == 2
+    assert cluster_spec.parse({**raw, "maxNodes": 1200}).max_nodes == 1200
+
+
 def test_every_problem_is_named_at_once() -> None:
     with pytest.raises(BadInput) as err:
         _spec({"autoscaling": {"enabled": True, "minReplicas": 9, "maxReplicas": 3, "step": 0, "idleSeconds": -5}})
