@@ -323,12 +323,14 @@ larger. Slurm refuses a dynamic node past MaxNodeCount. Ref: https://slurm.sched
 {{- end -}}
 
 {{/* A nodeset's extra environment for slurmd and the steps it starts (values nodesets.<name>.slurmd.env,
-a mapping NAME: value), as container env entries after the chart's own. Called with (dict "name" NODESET
-"env" MAPPING). A name must be a shell variable name and none of the chart's (SLURMPOD_*, the downward
-API's); a value is a string, number or boolean on one line. Kubernetes expands $(NAME) in a value; $$ is
+a mapping NAME: value), as container env entries after the chart's own. Called with (dict "root" $
+"name" NODESET "env" MAPPING). A name must be a shell variable name, not SLURMPOD_* and none of the names
+slurmpod.env sets; a value is a string, number or boolean on one line. Kubernetes expands $(NAME) in a value; $$ is
 a literal $. Ref: https://kubernetes.io/docs/tasks/inject-data-application/define-environment-variable-container/ */}}
 {{- define "slurmpod.slurmdEnv" -}}
 {{- $where := printf "nodesets.%s.slurmd.env" .name -}}
+{{- $ours := list -}}
+{{- range include "slurmpod.env" (dict "root" .root "grace" 0) | fromYamlArray }}{{ $ours = append $ours .name }}{{ end -}}
 {{- $env := .env | default dict -}}
 {{- if not (kindIs "map" $env) }}{{ fail (printf "%s: %q: must be a mapping of NAME: value" $where (toString $env)) }}{{ end -}}
 {{- range $key := keys $env | sortAlpha }}
@@ -336,7 +338,7 @@ a literal $. Ref: https://kubernetes.io/docs/tasks/inject-data-application/defin
 {{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]{0,127}$" $key) -}}
 {{- fail (printf "%s: %q: a name must be letters, digits and _, not starting with a digit" $where $key) -}}
 {{- end -}}
-{{- if or (hasPrefix "SLURMPOD_" $key) (has $key (list "POD_NAME" "POD_NAMESPACE" "POD_UID" "NODE_NAME" "POD_IP" "HOST_IP")) -}}
+{{- if or (hasPrefix "SLURMPOD_" $key) (has $key $ours) -}}
 {{- fail (printf "%s.%s: set by the chart itself (its values set it)" $where $key) -}}
 {{- end -}}
 {{- if not (or (kindIs "string" $value) (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) (kindIs "int" $value)) -}}
