@@ -90,11 +90,9 @@ class Prometheus:
         return {t["scrapeUrl"]: t["health"] for t in self.targets()}
 
     def wait_value(self, what: str, expr: str, want: float, timeout: float) -> float:
-        """Wait until ``expr`` is ``want``; the seconds it took. The bound covers two scrape intervals."""
-        def check() -> bool | None:
-            got = self.value(expr)
-            return True if got == want else None
-        return wait_for(f"{what} ({expr} == {want})", check, timeout + 2 * SCRAPE_INTERVAL_S, poll=0.5)[1]
+        """Wait until ``expr`` is ``want``; the seconds it took. The bound covers two scrape intervals; a
+        miss says the last value seen."""
+        return self.wait_values(f"{what} ({expr} == {want})", {expr: want}, timeout)
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from waiting import wait_for
 
 from slurmpod import reasons
 from slurmpod import well_known as wk
+from slurmpod.entrypoints.exporter import poll as exporter_poll
 from slurmpod_host.kube import release
 
 BURST = "burst"
@@ -31,7 +32,10 @@ MAX, IDLE_S = SETTINGS["maxReplicas"], SETTINGS["idleSeconds"]
 GRACE_S = yaml.safe_load(BURST_VALUES.read_text(encoding="utf-8"))["nodesets"][BURST]["terminationGracePeriodSeconds"]
 AUTOSCALE_INTERVAL_S = 15  # `slurmpod daemon autoscale --interval`'s default
 POD_START_S = 90  # pod scheduled, image present, slurmd registered and IDLE on a loaded 2-core node
-METRIC_S = METRICS_POLL_S + 2 * SCRAPE_INTERVAL_S + 5
+# A change reaches Prometheus within two exporter polls (the one under way may miss it; one starts at
+# most an interval, plus MIN_GAP_S after one that overran, later and ends within its interval) and a scrape.
+METRIC_S = 2 * METRICS_POLL_S + exporter_poll.MIN_GAP_S + SCRAPE_INTERVAL_S + 5
+EXPORTER_UP = f'max(slurmpod_exporter_up{{namespace="{NAMESPACE}"}})'
 JOB_S = 10  # each job's own run time
 
 
@@ -129,7 +133,8 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
 
     # Three jobs for burst: accepted though it has no pod (the placeholders), and they wait.
     jobs = [kube.submit(f"sleep {JOB_S}", "-p", BURST, "-N1", "-t", "5", "-o", "/dev/null") for _ in range(3)]
-    seen = prometheus.wait_value("the jobs' demand through the ScaledObject's query", query, 3, METRIC_S)
+    seen = prometheus.wait_values("the jobs' demand through the ScaledObject's query, the exporter up",
+                                  {query: 3, EXPORTER_UP: 1}, METRIC_S)
     note(f"demand of 3 in Prometheus after {seen:.1f}s")
 
     # Scale-out to maxReplicas; the pods register (taking their ordinals over from the placeholders).
