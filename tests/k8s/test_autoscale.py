@@ -50,6 +50,16 @@ def _future(kube: Kube) -> set[str]:
             if n["name"].startswith(f"{STS}-") and "FUTURE" in n.get("state", [])}
 
 
+def _demand_inputs(kube: Kube, ids: list[int]) -> str:
+    """What the exporter judges demand from: the burst node records (placeholders included) and the jobs."""
+    done = kube.exec(kube.controller, "scontrol", "--future", "show", "nodes", "--json", timeout=30)
+    nodes = [(n["name"], n.get("state"), n.get("cpus"), n.get("features"), n.get("active_features"))
+             for n in json.loads(done.stdout or "{}").get("nodes", []) if n["name"].startswith(f"{STS}-")]
+    jobs = [(i, j.get("job_state"), j.get("state_reason"), j.get("partition"), j.get("features"),
+             j.get("cpus"), j.get("node_count")) for i, j in _jobs(kube, ids).items()]
+    return f"burst node records: {nodes}\njobs: {jobs}"
+
+
 def _jobs(kube: Kube, ids: list[int]) -> dict[int, dict[str, Any]]:
     return {i: kube.job(i) for i in ids}
 
@@ -133,8 +143,11 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
 
     # Three jobs for burst: accepted though it has no pod (the placeholders), and they wait.
     jobs = [kube.submit(f"sleep {JOB_S}", "-p", BURST, "-N1", "-t", "5", "-o", "/dev/null") for _ in range(3)]
-    seen = prometheus.wait_values("the jobs' demand through the ScaledObject's query, the exporter up",
-                                  {query: 3, EXPORTER_UP: 1}, METRIC_S)
+    try:
+        seen = prometheus.wait_values("the jobs' demand through the ScaledObject's query, the exporter up",
+                                      {query: 3, EXPORTER_UP: 1}, METRIC_S)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_demand_inputs(kube, jobs)}") from None
     note(f"demand of 3 in Prometheus after {seen:.1f}s")
 
     # Scale-out to maxReplicas; the pods register (taking their ordinals over from the placeholders).
