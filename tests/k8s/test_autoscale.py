@@ -43,18 +43,21 @@ def _replicas(kube: Kube) -> int:
     return int(kube.get("statefulset", STS)["spec"].get("replicas") or 0)
 
 
-def _future(kube: Kube) -> set[str]:
+def _burst_nodes(kube: Kube) -> list[dict[str, Any]]:
+    """The burst nodeset's Slurm node records, placeholders included."""
     done = kube.exec(kube.controller, "scontrol", "--future", "show", "nodes", "--json", timeout=30)
     assert done.returncode == 0, done.stderr
-    return {n["name"] for n in json.loads(done.stdout)["nodes"]
-            if n["name"].startswith(f"{STS}-") and "FUTURE" in n.get("state", [])}
+    return [n for n in json.loads(done.stdout)["nodes"] if n["name"].startswith(f"{STS}-")]
+
+
+def _future(kube: Kube) -> set[str]:
+    return {n["name"] for n in _burst_nodes(kube) if "FUTURE" in n.get("state", [])}
 
 
 def _demand_inputs(kube: Kube, ids: list[int]) -> str:
     """What the exporter judges demand from: the burst node records (placeholders included) and the jobs."""
-    done = kube.exec(kube.controller, "scontrol", "--future", "show", "nodes", "--json", timeout=30)
     nodes = [(n["name"], n.get("state"), n.get("cpus"), n.get("features"), n.get("active_features"))
-             for n in json.loads(done.stdout or "{}").get("nodes", []) if n["name"].startswith(f"{STS}-")]
+             for n in _burst_nodes(kube)]
     jobs = [(i, j.get("job_state"), j.get("state_reason"), j.get("partition"), j.get("features"),
              j.get("cpus"), j.get("node_count")) for i, j in _jobs(kube, ids).items()]
     return f"burst node records: {nodes}\njobs: {jobs}"
