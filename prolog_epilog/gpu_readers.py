@@ -46,11 +46,13 @@ def _text(value: object) -> str:
 
 
 def devices(nv: Nvml) -> tuple[Device, ...]:
-    out = []
-    for i in range(nv.count()):
-        h = nv.handle(i)
-        out.append(Device(i, _text(nv.call("nvmlDeviceGetUUID", h)), _text(nv.call("nvmlDeviceGetName", h)), h))
-    return tuple(out)
+    def read() -> tuple[Device, ...]:
+        out = []
+        for i in range(nv.count()):
+            h = nv.handle(i)
+            out.append(Device(i, _text(nv.call("nvmlDeviceGetUUID", h)), _text(nv.call("nvmlDeviceGetName", h)), h))
+        return tuple(out)
+    return nv.batch(read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,15 +187,17 @@ class XidWatch:
 def watch_xids(nv: Nvml, devs: tuple[Device, ...]) -> XidWatch:
     """An event set registered for XID events on ``devs``; free it with ``unwatch_xids``.
     Ref: https://docs.nvidia.com/deploy/nvml-api/group__nvmlEvents.html (nvmlDeviceRegisterEvents)"""
-    event_set = nv.call("nvmlEventSetCreate")
-    by_handle: dict[int, int] = {}
-    for d in devs:
-        try:
-            nv.call("nvmlDeviceRegisterEvents", d.handle, XID_EVENT, event_set)
-        except NvmlError as exc:  # not supported on this GPU: no XID events from it
-            log.debug("no XID events: gpu=%s error=%s", d.index, exc)
-        by_handle[_address(d.handle)] = d.index
-    return XidWatch(event_set, by_handle)
+    def register() -> XidWatch:
+        event_set = nv.call("nvmlEventSetCreate")
+        by_handle: dict[int, int] = {}
+        for d in devs:
+            try:
+                nv.call("nvmlDeviceRegisterEvents", d.handle, XID_EVENT, event_set)
+            except NvmlError as exc:  # not supported on this GPU: no XID events from it
+                log.debug("no XID events: gpu=%s error=%s", d.index, exc)
+            by_handle[_address(d.handle)] = d.index
+        return XidWatch(event_set, by_handle)
+    return nv.batch(register)
 
 
 def unwatch_xids(nv: Nvml, watch: XidWatch) -> None:
@@ -206,16 +210,18 @@ def unwatch_xids(nv: Nvml, watch: XidWatch) -> None:
 def drain_xids(nv: Nvml, watch: XidWatch, limit: int = 256) -> tuple[tuple[int, int], ...]:
     """(gpu index, xid) for each XID event waiting in ``watch`` now: 0 ms waits until NVML says timeout
     (NVML_ERROR_TIMEOUT: nothing more is waiting). Ref: nvmlEventSetWait_v2 in the page above."""
-    found = []
-    for _ in range(limit):
-        try:
-            data = nv.call("nvmlEventSetWait_v2", watch.event_set, 0)
-        except NvmlError as exc:
-            if exc.code == 10:  # NVML_ERROR_TIMEOUT
-                break
-            raise
-        found.append((watch.by_handle.get(_address(data.device), -1), int(data.eventData)))
-    return tuple(found)
+    def drain() -> tuple[tuple[int, int], ...]:
+        found = []
+        for _ in range(limit):
+            try:
+                data = nv.call("nvmlEventSetWait_v2", watch.event_set, 0)
+            except NvmlError as exc:
+                if exc.code == 10:  # NVML_ERROR_TIMEOUT
+                    break
+                raise
+            found.append((watch.by_handle.get(_address(data.device), -1), int(data.eventData)))
+        return tuple(found)
+    return nv.batch(drain)
 
 
 def xid_events(nv: Nvml, devs: tuple[Device, ...], limit: int = 256) -> tuple[tuple[int, int], ...]:

@@ -6,6 +6,10 @@
 - Every NVML call runs on one worker thread and is waited for with a deadline. A call that hangs (a
   wedged driver) raises ``NvmlHung``; the adapter then refuses further calls, since the library may hold
   its lock. The worker is a daemon thread, so a hung call never keeps the process alive.
+- ``batch`` runs a function of many calls (a check's reads of every GPU) on the worker in one hand-off,
+  under one deadline: the calls it makes run inline there. A hand-off to a thread and back costs tens of
+  microseconds to a waiting process, more than most NVML queries; a check of 8 GPUs makes about a
+  hundred of them. A batch that hangs names the call it was in.
 - NVML return codes are translated once, here: not supported -> ``NvmlNotSupported`` (never a
   failure), GPU lost / reset required -> ``GpuLost`` / ``GpuNeedsReset``, other codes -> ``NvmlError``.
 - No library means no GPUs: ``NvmlAbsent``, which callers treat as "skipped", not "failed".
@@ -122,6 +126,10 @@ class _Worker:
         self._thread = threading.Thread(target=self._loop, name="nvml", daemon=True)
         self._thread.start()
 
+    def on_worker(self) -> bool:
+        """The caller is the worker itself (inside a batch): a call runs inline, under the batch's deadline."""
+        return threading.get_ident() == self._thread.ident
+
     def _loop(self) -> None:
         while True:
             fn, reply = self._jobs.get()
@@ -131,6 +139,8 @@ class _Worker:
                 reply.put((False, exc))
 
     def call(self, fn: Callable[[], T], timeout: float) -> T:
+        if self.on_worker():
+            return fn()
         reply: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
         self._jobs.put((fn, reply))
         try:
@@ -150,6 +160,7 @@ class Nvml:
         self._worker = worker
         self._timeout = call_timeout
         self._hung: str | None = None
+        self._in_batch: str | None = None  # the call a running batch is in, for the name a hang gets
 
     @property
     def hung(self) -> str | None:
@@ -166,6 +177,12 @@ class Nvml:
         if self._hung is not None:
             raise NvmlHung(f"{name}: not called, NVML hung earlier in {self._hung}")
         fn = getattr(self._nv, name)
+        if self._worker.on_worker():
+            self._in_batch = name
+            try:
+                return fn(*args)
+            except self._nv.NVMLError as exc:
+                raise translate(name, int(exc.value), str(exc)) from None
         try:
             return self._worker.call(lambda: fn(*args), self._timeout if timeout is None else timeout)
         except NvmlHung:
@@ -174,6 +191,22 @@ class Nvml:
                 from None
         except self._nv.NVMLError as exc:
             raise translate(name, int(exc.value), str(exc)) from None
+
+    def batch(self, fn: Callable[[], T], timeout: float | None = None) -> T:
+        """``fn()`` on the worker in one hand-off, its calls inline, all of it under one deadline (the call
+        timeout by default). What ``fn`` raises is raised here; a batch that does not return in time
+        raises ``NvmlHung`` naming the call it was in, and the session makes no further call."""
+        if self._hung is not None:
+            raise NvmlHung(f"not called, NVML hung earlier in {self._hung}")
+        if self._worker.on_worker():
+            return fn()
+        limit = self._timeout if timeout is None else timeout
+        self._in_batch = None
+        try:
+            return self._worker.call(fn, limit)
+        except NvmlHung:
+            self._hung = self._in_batch or "a batch of calls"
+            raise NvmlHung(f"{self._hung} did not return within {limit:g} s") from None
 
     def optional(self, name: str, *args: Any) -> Any | None:
         """Like ``call`` but None when the query is not supported."""

@@ -30,8 +30,8 @@ def session(env: CheckEnv, name: str) -> tuple[Nvml, tuple[rd.Device, ...]] | Ch
 
 
 def per_gpu(nv: Nvml, devs: Sequence[rd.Device], read: Callable[[Nvml, rd.Device], T]) -> list[tuple[rd.Device, T]]:
-    """``read`` on every GPU; a lost GPU raises for the caller's ``lost`` result."""
-    return [(d, read(nv, d)) for d in devs]
+    """``read`` on every GPU, in one batch of NVML calls; a lost GPU raises for the caller's ``lost`` result."""
+    return nv.batch(lambda: [(d, read(nv, d)) for d in devs])
 
 
 def read_all(env: CheckEnv, name: str, read: Callable[[Nvml, rd.Device], T],

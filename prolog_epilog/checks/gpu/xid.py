@@ -171,7 +171,7 @@ def run(env: CheckEnv) -> CheckResult:
         # those raised while it runs (the kernel log has the rest).
         watch = env.gpus.xid_watch
         events = list(rd.drain_xids(nv, watch) if watch is not None else rd.xid_events(nv, devs))
-        bus = {_bus(nv, d): d.index for d in devs}
+        bus = nv.batch(lambda: {_bus(nv, d): d.index for d in devs})
     except NvmlHung as exc:
         return CheckResult(NAME, Status.FAIL, f"NVML hung: {exc}", Remediation.RESTART_POD)
     except NvmlError as exc:
