@@ -224,6 +224,7 @@ def _without(spec: str, *lines: tuple[str, str]) -> str:
 # The health agent: hooks on cost at most this much over no hooks (median job start latency), a job array
 # with hooks on takes at most ARRAY_FLOOR times as long as without.
 AGENT_FLOOR_S = 0.030
+LATENCY_ROUNDS = 2  # blocks per hook setting: one in each direction (see prolog_overhead)
 ARRAY_TASKS = 1000
 ARRAY_FLOOR = 1.2
 ARRAY_TIMEOUT_S = 1800
@@ -277,19 +278,29 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
     Back-to-back jobs on one node also wait for the previous job's epilog (the node is COMPLETING until it
     ends), so turning both hooks off would charge the epilog to the prolog. The blocks run in this one call
     on the same worker; the hooks are switched off through the cluster spec (the way a user would), then
-    switched back on.
+    switched back on. The four hook settings run in two rounds of ``jobs / 2`` sruns each, the second in
+    the reverse order (hooks on, epilog only, none, /bin/true; then back), so a drift over the run (the
+    cluster settling after its start, caches warming) weighs on every setting alike.
     """
     spec = lifecycle.set_config_map(cluster, "cluster", {})
     lifecycle.set_config_map(cluster, "cluster", spec)  # read only: the data is put back unchanged
     with_hooks = spec["cluster.yaml"]
-    no_prolog = _without(with_hooks, PROLOG_LINE)
-    neither = _without(with_hooks, PROLOG_LINE, EPILOG_LINE)
-    noop = _without(with_hooks, *TRUE_HOOKS)
+    settings = {"ours": with_hooks, "epilog_only": _without(with_hooks, PROLOG_LINE),
+                "bare": _without(with_hooks, PROLOG_LINE, EPILOG_LINE), "true_hooks": _without(with_hooks, *TRUE_HOOKS)}
     every = workers or [worker]
     idle = f"sinfo -h -n {worker} -t idle -o %n | grep -qx {worker}"
     _wait(client, controller, idle, f"{worker} IDLE")
-    _start_latencies(client, login, worker, 3)  # warm: first srun pays for user lookup, caches
-    ours = _start_latencies(client, login, worker, jobs)
+    per_block = max(1, jobs // LATENCY_ROUNDS)
+    runs: dict[str, list[float]] = {name: [] for name in settings}
+    rounds: list[str] = []
+
+    def block(name: str) -> None:
+        _start_latencies(client, login, worker, 3)  # warm: first srun pays for user lookup, caches
+        got = _start_latencies(client, login, worker, per_block)
+        runs[name] += got
+        rounds.append(f"{name} {median(got) * 1000:.1f}")
+
+    block("ours")
     with_agent_mib, agent_rss_mib = _memory_mib(client, worker)
     array_on = _array_s(client, login, array_tasks)
     _agent(client, every, "stop")  # the hooks run the checks themselves, in Python
@@ -299,19 +310,23 @@ def prolog_overhead(report: Report, client: Any, cluster: str, *, controller: st
         python_hooks = _start_latencies(client, login, worker, jobs)
     finally:
         _agent(client, every, "start")
+    order = list(settings)
+    current = "ours"
+    array_off = 0.0
     try:
-        _set_hooks(client, cluster, controller, worker, no_prolog)
-        _start_latencies(client, login, worker, 3)
-        epilog_only = _start_latencies(client, login, worker, jobs)
-        _set_hooks(client, cluster, controller, worker, neither)
-        _start_latencies(client, login, worker, 3)
-        bare = _start_latencies(client, login, worker, jobs)
-        array_off = _array_s(client, login, array_tasks)
-        _set_hooks(client, cluster, controller, worker, noop)
-        _start_latencies(client, login, worker, 3)
-        true_hooks = _start_latencies(client, login, worker, jobs)
+        for name in order[1:] + order[::-1]:  # A B C D, then D C B A
+            if name != current:
+                _set_hooks(client, cluster, controller, worker, settings[name])
+                current = name
+            if name == "bare" and not array_off:  # once, on the first switch to no hooks
+                array_off = _array_s(client, login, array_tasks)
+            block(name)
     finally:
-        _set_hooks(client, cluster, controller, worker, with_hooks)
+        if current != "ours":
+            _set_hooks(client, cluster, controller, worker, with_hooks)
+    report.notes.append(f"{label}job start latency per block, median ms, in the order run: " + "; ".join(rounds))
+    ours, epilog_only, bare, true_hooks = runs["ours"], runs["epilog_only"], runs["bare"], runs["true_hooks"]
+    jobs = len(ours)
     added = median(ours) - median(epilog_only)
     agent_added = median(ours) - median(bare)
     report.add(Figure(f"{label}job start latency with the prolog and epilog, health agent on (median of {jobs} "
