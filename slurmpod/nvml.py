@@ -8,8 +8,8 @@
   its lock. The worker is a daemon thread, so a hung call never keeps the process alive.
 - ``batch`` runs a function of many calls (a check's reads of every GPU) on the worker in one hand-off,
   under one deadline: the calls it makes run inline there. A hand-off to a thread and back costs tens of
-  microseconds to a waiting process, more than most NVML queries; a check of 8 GPUs makes about a
-  hundred of them. A batch that hangs names the call it was in.
+  microseconds or more to a waiting process, more than most NVML queries, and a check of 8 GPUs makes
+  dozens of calls. A batch that hangs names the call it was in.
 - NVML return codes are translated once, here: not supported -> ``NvmlNotSupported`` (never a
   failure), GPU lost / reset required -> ``GpuLost`` / ``GpuNeedsReset``, other codes -> ``NvmlError``.
 - No library means no GPUs: ``NvmlAbsent``, which callers treat as "skipped", not "failed".
