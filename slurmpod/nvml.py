@@ -177,12 +177,8 @@ class Nvml:
         if self._hung is not None:
             raise NvmlHung(f"{name}: not called, NVML hung earlier in {self._hung}")
         fn = getattr(self._nv, name)
-        if self._worker.on_worker():
+        if self._worker.on_worker():  # inside a batch: the worker runs it inline, under the batch's deadline
             self._in_batch = name
-            try:
-                return fn(*args)
-            except self._nv.NVMLError as exc:
-                raise translate(name, int(exc.value), str(exc)) from None
         try:
             return self._worker.call(lambda: fn(*args), self._timeout if timeout is None else timeout)
         except NvmlHung:
