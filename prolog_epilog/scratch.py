@@ -2,8 +2,9 @@
 
 The Epilog must finish within PrologEpilogTimeout or Slurm drains the node, and a job can leave any
 number of files. So the Epilog only renames the job's directory into the base's trash (one rename(2),
-the same filesystem) and starts a sweeper that is no child of slurmd: its own session, nice 19, no
-descriptor shared with the hook, its own time budget. Whatever the sweeper does not finish (budget
+the same filesystem). An empty one is removed there at once (one rmdir(2)); for anything else, it starts
+a sweeper that is no child of slurmd: its own session, nice 19 from its start, no descriptor shared with
+the hook, its own time budget. Whatever the sweeper does not finish (budget
 spent, a file still open) stays in the trash for the next Epilog or periodic run's sweeper.
 
 The base is world-writable (sticky), so nothing in it is trusted: rename(2) and unlink(2) act on the
@@ -34,6 +35,9 @@ TRASH = ".trash"
 SWEEP_BUDGET_S = 1800
 NICE = 19  # the lowest CPU priority; with no I/O class set, the I/O priority follows it.
 # Ref: https://man7.org/linux/man-pages/man2/ioprio_set.2.html (I/O priorities and CPU nice)
+# coreutils' nice(1): the interpreter starts at NICE, not only the sweep after its imports (a thread-safe
+# spawn has no hook in the child before exec). Ref: https://man7.org/linux/man-pages/man1/nice.1.html
+NICE_BIN = "/usr/bin/nice"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,10 @@ def discard(base: str, name: str) -> Discarded | None:
     # A swap between lstat and here moves the new entry instead: the name is what moves, and the
     # sweeper looks at each entry again before it removes it.
     os.rename(path, dest)
+    # An empty one (a job that wrote nothing) goes at once, in root's trash where nobody can swap it, so
+    # it starts no sweeper. Ref: https://man7.org/linux/man-pages/man2/rmdir.2.html (ENOTEMPTY)
+    with contextlib.suppress(OSError):
+        os.rmdir(dest)
     return Discarded(path, dest, st.st_uid)
 
 
@@ -109,8 +117,8 @@ def spawn_sweeper(base: str, budget_s: int = SWEEP_BUDGET_S) -> subprocess.Popen
     Ref: https://slurm.schedmd.com/prolog_epilog.html"""
     import subprocess  # noqa: PLC0415 - only when there is something to sweep
 
-    return subprocess.Popen(  # our own interpreter and module
-        [sys.executable, "-P", "-m", __name__, trash_of(base), str(budget_s)],
+    return subprocess.Popen(  # our own interpreter and module, at nice 19 from exec: its start takes no CPU from jobs
+        [NICE_BIN, "-n", str(NICE), sys.executable, "-P", "-m", __name__, trash_of(base), str(budget_s)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
         start_new_session=True, env={"PATH": os.defpath}, cwd="/")
 
@@ -295,7 +303,7 @@ def main(argv: list[str]) -> int:
 
     trash, budget = argv[0], int(argv[1])
     signal.alarm(budget)  # SIGALRM's default action ends the process: the budget holds mid-rmtree
-    os.nice(NICE)
+    os.setpriority(os.PRIO_PROCESS, 0, NICE)  # already so when started by spawn_sweeper; a run by hand too
     return 0 if sweep(trash) == 0 else 1
 
 

@@ -10,6 +10,7 @@ import pytest
 from imagekit import CONTAINER_PREFIX
 
 from slurmpod import well_known as wk
+from slurmpod.prolog_epilog import scratch
 from slurmpod.well_known import (
     EPILOG_BIN,
     HEALTHCHECK_BIN,
@@ -38,7 +39,8 @@ SLURM_PACKAGES = {"slurm-client", "slurm-wlm-basic-plugins", "slurmctld", "slurm
 # The contract's fixed IDs, spelled out here so a drift in well_known.py fails a test too.
 USERS = {"slurm": (64030, 64030, "/usr/sbin/nologin"), "munge": (64031, 64031, "/usr/sbin/nologin"),
          "researcher": (2000, 2000, "/bin/bash")}
-DAEMONS = {"controller": ["/usr/sbin/slurmctld"], "worker": ["/usr/sbin/slurmd", "/usr/sbin/sshd"],
+# The worker's nice(1) starts the scratch sweeper (prolog_epilog/scratch.py).
+DAEMONS = {"controller": ["/usr/sbin/slurmctld"], "worker": ["/usr/sbin/slurmd", "/usr/sbin/sshd", scratch.NICE_BIN],
            "login": ["/usr/sbin/sshd", "/usr/bin/sbatch", "/usr/bin/srun"],
            "accounting": ["/usr/sbin/slurmdbd", "/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db",
                           "/usr/bin/mariadb-admin"],

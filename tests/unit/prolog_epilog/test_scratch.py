@@ -364,3 +364,32 @@ def test_the_agents_sweepers_run_one_per_base_and_are_reaped() -> None:
     started[0].ended = True
     assert sweepers("/tmp/jobs") is True  # the first was reaped (poll) and a new one started
     assert len(started) == 3 and started[0].polls >= 1
+
+
+def test_an_empty_scratch_dir_goes_at_once_and_starts_no_sweeper(tmp_path: Path, base: Path) -> None:
+    """Most short jobs write nothing there: their Epilog costs a rename and an rmdir, and no process
+    (a sweeper's interpreter start is tens of ms of CPU, taken from the next job on the node)."""
+    (base / "job-30").mkdir()
+    started: list[str] = []
+    main._tidy_scratch({wk.ENV_SLURM_JOB_ID: "30"}, job=True, err=sys.stderr, path=_task_env_file(tmp_path, base),
+                       sweep=started.append)
+    assert not (base / "job-30").exists()
+    assert not scratch.pending(str(base))
+    assert started == []
+    _files(base / "job-31", 1)  # one file: the sweeper's, as before
+    main._tidy_scratch({wk.ENV_SLURM_JOB_ID: "31"}, job=True, err=sys.stderr, path=_task_env_file(tmp_path, base),
+                       sweep=started.append)
+    assert not (base / "job-31").exists()
+    assert scratch.pending(str(base)) and started == [str(base)]
+
+
+def test_the_sweepers_interpreter_starts_at_the_lowest_priority(tmp_path: Path, base: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """nice 19 from exec, not only after the sweeper's imports: its start takes no CPU from a job."""
+    seen = tmp_path / "nice"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nnice > {seen}\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setattr(scratch.sys, "executable", str(fake))
+    assert scratch.spawn_sweeper(str(base)).wait(timeout=10) == 0
+    assert seen.read_text(encoding="utf-8").strip() == str(scratch.NICE)
