@@ -166,6 +166,14 @@ def prolog_flags(spec: ClusterSpec) -> tuple[str, ...]:
     return (*(f for f in flags if f is not PrologFlag.NO_HOLD), PrologFlag.CONTAIN)
 
 
+def prep_plugins(spec: ClusterSpec) -> tuple[str, ...]:
+    """slurmpod's PrEp plugin (images/files/prep_slurmpod.c) where the Prolog and the Epilog are both
+    slurmpod's own; else nothing, and Slurm's default (script) runs what the spec names. The plugin runs
+    the hooks whatever Prolog= and Epilog= say, so one of the site's own would not run under it."""
+    ours = spec.hooks.prolog == wk.PROLOG_BIN and spec.hooks.epilog == wk.EPILOG_BIN
+    return (wk.PREP_PLUGIN,) if ours else ()
+
+
 def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None = None,
                mpi_plugins: frozenset[str] = frozenset(), version: SlurmVersion | None = None) -> str:
     """``accounting_host``: slurmdbd's host, required when the spec enables accounting. ``mpi_plugins``: the MPI
@@ -187,6 +195,7 @@ def slurm_conf(spec: ClusterSpec, controller: str, accounting_host: str | None =
             controller=controller,
             preempt=preempt,
             prolog_flags=prolog_flags(spec),
+            prep_plugins=prep_plugins(spec),
             scheduler_parameters=sched,
             auth_info=auth,
             hold=hold,

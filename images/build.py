@@ -52,12 +52,16 @@ FILES = HERE / "files"
 # The OpenMPI layer's script and what it installs (worker and login run the same layer).
 MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "psm2_absent.c", "psm2_absent.map")
 # The worker's hook programs and the script that builds them.
+# slurmd's PrEp plugin and the agent client it shares with the hook programs (the controller's slurmctld
+# loads PrEpPlugins too).
+PREP_CONTEXT_FILES = ("prep_slurmpod.c", "slurmpod_agent_ask.c", "slurmpod_agent_ask.h")
 HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod_spank.c", "slurmpod_task_env.c",
-                      "slurmpod_task_env.h")
+                      "slurmpod_task_env.h", *PREP_CONTEXT_FILES)
 # Files from images/files each image's context carries (besides its Dockerfile).
 CONTEXT_FILES: dict[str, tuple[str, ...]] = {
     "worker": ("sshd_slurmpod.conf", "pam-slurmpod-mkhomedir", *MPI_CONTEXT_FILES, *HOOK_CONTEXT_FILES),
     "login": ("sshd_slurmpod.conf", "pam-slurmpod-mkhomedir", *MPI_CONTEXT_FILES),
+    "controller": PREP_CONTEXT_FILES,
 }
 MB = 1_000_000  # sizes are reported in MB as `docker images` does
 GIT_TIMEOUT_S = 10

@@ -28,6 +28,7 @@ class JobInfo:
     job_id: int | None = None
     gpus: tuple[int, ...] = ()  # GPU indices on this node
     skip: frozenset[str] = frozenset()
+    skip_known: bool = True  # False: the comment and extra were not given (slurmd's PrEp plugin): look them up
 
     @property
     def present(self) -> bool:
@@ -60,4 +61,4 @@ def from_env(env: Mapping[str, str]) -> JobInfo:
     job_id = int(raw_id) if raw_id.isdigit() else None
     gpus = parse_indices(env.get(wk.ENV_SLURM_JOB_GPUS, "") or env.get(wk.ENV_CUDA_VISIBLE_DEVICES, ""))
     skip = skip_names(env.get(wk.ENV_SLURM_JOB_COMMENT, ""), env.get(wk.ENV_SLURM_JOB_EXTRA, ""))
-    return JobInfo(job_id, gpus, skip)
+    return JobInfo(job_id, gpus, skip, skip_known=env.get(wk.ENV_JOB_FIELDS, "") != wk.JOB_FIELDS_LOOKUP)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO, cast
 from slurmpod import nvml
 from slurmpod import well_known as wk
 from slurmpod.commands import LocalRunner, Runner
-from slurmpod.errors import BadInput, Problem
+from slurmpod.errors import BadInput, Problem, SlurmpodError
 from slurmpod.prolog_epilog import actions, config, job, metrics, registry, runner
 from slurmpod.prolog_epilog.check import Check, CheckEnv, GpuSource
 from slurmpod.prolog_epilog.cudalib import GpuLibraries, LibraryAbsent
@@ -163,12 +163,14 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
             run_cmd: Runner | None = None, checks: tuple[Check, ...] | None = None,
             libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = libraries_for,
             agent: AgentClient | None = None, gpus: Callable[[float], GpuSource] | None = None,
-            known: Mapping[str, Verdict] | None = None, deadline_cap: float | None = None) -> Report:
+            known: Mapping[str, Verdict] | None = None, deadline_cap: float | None = None,
+            job_fields: Callable[[int], tuple[str, str]] | None = None) -> Report:
     """One run: the results (from the health agent when ``agent`` answers within its share of the
     deadline, else from the checks run here with what is left), then the actions and the metrics.
 
     The health agent runs hooks through this too: ``gpus`` gives its held NVML session (given the
-    deadline), ``known`` its fresh periodic verdicts, ``deadline_cap`` what its client waits."""
+    deadline), ``known`` its fresh periodic verdicts, ``deadline_cap`` what its client waits.
+    ``job_fields``: a job's (comment, extra) when its environment lacks them (default: scontrol)."""
     clock = clock or SystemClock()
     start = clock.monotonic()
     all_checks = checks if checks is not None else registry.all_checks()
@@ -191,6 +193,8 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
             results = tuple(runner.resolve(v) for v in runner.run_verdicts(planned, here, deadline, clock, known=known))
         finally:
             source.close()
+    if not the_job.skip_known and the_job.job_id is not None:
+        results = late_skip(planned, results, the_job.job_id, job_fields or _job_fields)
     enabled = frozenset(c.name for c in all_checks if cfg.settings(c.name).enabled)
     action = actions.act(s.context, results, node=s.node, slurm=slurm if s.act else None, state=state,
                          clean_runs_to_undrain=cfg.clean_runs_to_undrain, enabled=enabled)
@@ -202,6 +206,29 @@ def execute(s: Settings, env: Mapping[str, str], *, slurm: SlurmClient | None, c
         except OSError as exc:  # metrics are a convenience: never fail a prolog for them
             log.warning("metrics not written: dir=%s error=%s", s.metrics_dir, exc)
     return Report(s.context, s.node, the_job.job_id, results, action, duration)
+
+
+def late_skip(planned: tuple[runner.Planned, ...], results: tuple[CheckResult, ...], job_id: int,
+              job_fields: Callable[[int], tuple[str, str]]) -> tuple[CheckResult, ...]:
+    """The job's skip list where its comment and extra were not in the environment (slurmd's PrEp plugin
+    cannot read them): looked up only when a check the job could skip has failed, so a healthy hook
+    makes no RPC. A failed lookup skips nothing: the hook decides as for a job that asked nothing."""
+    could = {p.check.name for p in planned if p.check.skippable and not p.skip_reason}
+    if not any(r.status is Status.FAIL and r.check in could for r in results):
+        return results
+    try:
+        names = job.skip_names(*job_fields(job_id))
+    except (SlurmpodError, OSError) as exc:
+        log.warning("job's comment and extra not looked up: job=%s error=%s", job_id, exc)
+        return results
+    return tuple(runner.skipped_by_job(r.check, job_id)
+                 if r.status is Status.FAIL and r.check in could and r.check in names else r for r in results)
+
+
+def _job_fields(job_id: int) -> tuple[str, str]:
+    from slurmpod.slurm import job_comment_extra  # noqa: PLC0415 - only when a skippable check failed
+
+    return job_comment_extra(job_id, timeout=actions.RPC_TIMEOUT)
 
 
 def _own_gpus(deadline_s: float) -> GpuSource:

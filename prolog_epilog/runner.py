@@ -33,6 +33,15 @@ class Planned:
     skip_reason: str = ""  # non-empty: reported as skipped, not run
 
 
+def skip_reason(job_id: int | None) -> str:
+    return f"skipped for job {job_id} by its comment"
+
+
+def skipped_by_job(check: str, job_id: int | None) -> CheckResult:
+    """A check the job asked to skip (``slurmpod:skip=`` in its comment or extra)."""
+    return skipped(check, skip_reason(job_id))
+
+
 def plan(checks: Sequence[Check], context: Context, config: Config, job: JobInfo,
          recheck: str | None = None) -> tuple[Planned, ...]:
     """The checks for ``context`` with the config's settings applied, and the job's opt-outs.
@@ -50,7 +59,7 @@ def plan(checks: Sequence[Check], context: Context, config: Config, job: JobInfo
                                     skippable=declared.skippable if s.skippable is None else s.skippable)
         if check.name in job.skip:
             if check.skippable:
-                out.append(Planned(check, f"skipped for job {job.job_id} by its comment"))
+                out.append(Planned(check, skip_reason(job.job_id)))
                 continue
             log.warning("job asked to skip a check that is not skippable: check=%s job=%s", check.name, job.job_id)
         out.append(Planned(check))

@@ -274,6 +274,11 @@ ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 ENV_SLURM_JOB_COMMENT = "SLURM_JOB_COMMENT"
 ENV_SLURM_JOB_EXTRA = "SLURM_JOB_EXTRA"
 ENV_SLURMD_NODENAME = "SLURMD_NODENAME"  # set by slurmd for Prolog/Epilog: this node's Slurm name
+# Set to JOB_FIELDS_LOOKUP where a hook runs for slurmpod's PrEp plugin (images/files/prep_slurmpod.c):
+# the job credential's fields (SLURM_JOB_COMMENT, SLURM_JOB_EXTRA) are not in its environment, and the
+# hook looks them up when a check the job may skip has failed. Ref: https://slurm.schedmd.com/prep_plugins.html
+ENV_JOB_FIELDS = "SLURMPOD_JOB_FIELDS"
+JOB_FIELDS_LOOKUP = "lookup"
 # Set by users in a job's --comment/--extra: "slurmpod:skip=nvlink,xid" skips those skippable checks.
 HEALTH_SKIP_TAG = "slurmpod:skip"
 # Set by deploy/ (or the cluster spec) on worker pods.
@@ -340,6 +345,10 @@ HOOK_FALLBACK_DIR = f"{VENV_DIR}/bin"
 PROLOG_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-prolog"
 EPILOG_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-epilog"
 HEALTHCHECK_BIN = f"{HOOK_CLIENT_DIR}/slurmpod-healthcheck"
+# slurmd's Prolog and Epilog in-process (images/files/prep_slurmpod.c): PrEpPlugins=slurmpod loads
+# <PluginDir>/prep_slurmpod.so, in slurmd and slurmctld alike. Ref: https://slurm.schedmd.com/prep_plugins.html
+PREP_PLUGIN = "slurmpod"
+PREP_PLUGIN_FILE = "prep_slurmpod.so"
 # Alloc: the prolog runs when the job is allocated, so a bad node fails it before any step starts;
 # NoHold: srun/salloc do not wait for the prolog in slurmctld (without it srun's step creation is refused
 # while the prolog runs and retried about once a second: +1 s per job start); slurmd holds the step

@@ -13,6 +13,9 @@ RUN apt-get update; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
 
+# The PrEp plugin's C sources, compiled with the job_submit plugin below (no Python in them: before the wheel).
+COPY prep_slurmpod.c slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-prep/
+
 # slurmpod itself: the last layers, so a Python-only change reuses every layer above. With its `kube`
 # extra here alone: the Kubernetes API client of the controller's daemons (k8s-sync, topology-sync).
 COPY slurmpod-wheel/ /tmp/slurmpod-wheel/
@@ -32,6 +35,8 @@ RUN set -- /usr/share/slurmpod/wheelhouse/pip-*.whl; \
 # are appended for slurmpod itself and baked into the plugin (--site-dir).
 # The compilers and -dev packages leave in this same RUN; libpython3.X (the plugin dlopen()s it) stays.
 # The plugin directory is where Debian's slurmctld keeps its own job_submit plugins.
+# prep_slurmpod.so (PrEpPlugins=slurmpod) too: slurmctld loads the PrEp plugins slurmd runs the Prolog and
+# Epilog with (it asks nothing of it here). Ref: https://slurm.schedmd.com/prep_plugins.html
 ARG BUILD_PACKAGES
 RUN apt-get update; \
     apt-get install -y --no-install-recommends $BUILD_PACKAGES; \
@@ -42,10 +47,13 @@ RUN apt-get update; \
     /usr/bin/python3 -c "import sys; sys.path.append('$site'); from slurmpod.slurm_plugins import build_plugin; \
         sys.exit(build_plugin.main())" --out /tmp/slurmpod-plugin --site-dir "$site" >/dev/null; \
     install -m 0644 /tmp/slurmpod-plugin/job_submit_slurmpod.so "$plugindir/job_submit_slurmpod.so"; \
-    rm -rf /tmp/slurmpod-plugin; \
+    gcc -O2 -Wall -Wextra -Werror -fPIC -shared -o "$plugindir/prep_slurmpod.so" \
+        /tmp/slurmpod-prep/prep_slurmpod.c /tmp/slurmpod-prep/slurmpod_agent_ask.c; \
+    rm -rf /tmp/slurmpod-plugin /tmp/slurmpod-prep; \
     apt-get purge -y --auto-remove $BUILD_PACKAGES; \
     rm -f /etc/munge/munge.key; \
     test -e "$plugindir/job_submit_slurmpod.so"; \
+    test -e "$plugindir/prep_slurmpod.so"; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
 

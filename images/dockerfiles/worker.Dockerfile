@@ -44,7 +44,8 @@ RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 # SPANK plugin that sets each task's environment, so a task starts no program. The compiler and Slurm's
 # headers leave in this same RUN.
 ARG HOOK_BUILD_PACKAGES
-COPY install-hooks.sh slurmpod_hook.c slurmpod_spank.c slurmpod_task_env.c slurmpod_task_env.h /tmp/slurmpod-hooks/
+COPY install-hooks.sh slurmpod_hook.c slurmpod_spank.c slurmpod_task_env.c slurmpod_task_env.h prep_slurmpod.c \
+     slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-hooks/
 RUN sh /tmp/slurmpod-hooks/install-hooks.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.

@@ -1,8 +1,10 @@
 #!/bin/sh
 # The worker's hook programs, run by worker.Dockerfile with HOOK_BUILD_PACKAGES in the environment:
 # slurmpod_hook.c compiled into /usr/local/sbin/slurmpod-prolog, with slurmpod-epilog and
-# slurmpod-healthcheck as links to it (the program's name is its hook), and slurmpod_spank.so, the SPANK
-# plugin that sets each task's environment (against this image's own Slurm headers, from libslurm-dev).
+# slurmpod-healthcheck as links to it (the program's name is its hook); prep_slurmpod.so, slurmd's PrEp
+# plugin that asks the health agent in-process, in Slurm's plugin directory; and slurmpod_spank.so, the
+# SPANK plugin that sets each task's environment (both against this image's own Slurm headers, from
+# libslurm-dev: slurmd loads a plugin only when its plugin_version is this Slurm's).
 # Exactly the packages the compile brought are purged again in this same layer.
 set -eu
 src=/tmp/slurmpod-hooks
@@ -10,7 +12,10 @@ apt-get update
 dpkg-query -W -f '${Package}\n' | sort > "$src/before"
 apt-get install -y --no-install-recommends $HOOK_BUILD_PACKAGES
 gcc -O2 -Wall -Wextra -Werror -DFALLBACK_DIR='"/opt/slurmpod/bin"' -o /usr/local/sbin/slurmpod-prolog \
-    "$src/slurmpod_hook.c"
+    "$src/slurmpod_hook.c" "$src/slurmpod_agent_ask.c"
+plugindir="$(dirname "$(dpkg -L slurm-wlm-basic-plugins | grep '/prep_script.so$')")"
+gcc -O2 -Wall -Wextra -Werror -fPIC -shared -DFALLBACK_DIR='"/opt/slurmpod/bin"' -o "$plugindir/prep_slurmpod.so" \
+    "$src/prep_slurmpod.c" "$src/slurmpod_agent_ask.c"
 ln -f /usr/local/sbin/slurmpod-prolog /usr/local/sbin/slurmpod-epilog
 ln -f /usr/local/sbin/slurmpod-prolog /usr/local/sbin/slurmpod-healthcheck
 install -d /usr/local/lib/slurmpod

@@ -98,7 +98,8 @@ class Agent:
     def __init__(self, checks_settings: hooks.Settings, agent: AgentSettings, *, clock: Clock | None = None,
                  checks: tuple[Check, ...] | None = None,
                  library: Callable[[], ctypes.CDLL] = nvml.open_library, run_cmd: Runner | None = None,
-                 libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = hooks.libraries_for) -> None:
+                 libraries: Callable[[tuple[runner.Planned, ...]], GpuLibraries | None] = hooks.libraries_for,
+                 job_fields: Callable[[int], tuple[str, str]] | None = None) -> None:
         self._s = checks_settings
         self._a = agent
         self._clock = clock or SystemClock()
@@ -106,6 +107,7 @@ class Agent:
         self._library = library
         self._run_cmd = run_cmd or LocalRunner()
         self._libraries = libraries
+        self._job_fields = job_fields  # a job's (comment, extra) for slurmd's PrEp plugin; None: scontrol
         self._stack = ExitStack()
         self._nv: nvml.Nvml | Exception = nvml.NvmlError("nvmlInit", -1, "not opened yet")
         self._run_lock = threading.Lock()
@@ -182,13 +184,15 @@ class Agent:
         err = io.StringIO()
         started = self._clock.monotonic()
         try:
-            env = MappingProxyType({**self._env, **request.env})
+            marker = {} if request.job_fields else {wk.ENV_JOB_FIELDS: wk.JOB_FIELDS_LOOKUP}
+            env = MappingProxyType({**self._env, **request.env, **marker})
             the_job = JobInfo()
             try:
                 the_job = job.from_env(env)
                 code, report = hooks.run_hook(request.context, env, slurm=self._slurm_client(), err=err,
                                               sweep=self._sweepers, gpus=lambda _deadline: self._gpus(),
                                               checks=self._checks, run_cmd=self._run_cmd, libraries=self._libraries,
+                                              job_fields=self._job_fields,
                                               deadline_cap=max(0.1, deadline.left() - ANSWER_MARGIN_S))
                 self.observations.record(report.context, report.results, report.duration, time.time())
             except BadInput as exc:  # what the Python hook exits 2 with

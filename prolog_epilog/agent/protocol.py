@@ -12,14 +12,16 @@ A hook (the thin client that Prolog=, Epilog= and HealthCheckProgram= name) asks
 the whole hook, actions included, with the SLURM* environment slurmd gave it:
 
     request  {"v": 1, "hook": "prolog"|"epilog"|"healthcheck", "deadline_s": 10.0,
-              "env": {"SLURM_JOB_ID": "12", ...}}
+              ["job_fields": false,] "env": {"SLURM_JOB_ID": "12", ...}}
     answer   {"v":1,"ok":true,"exit":0,"stderr_len":N}  then N bytes: what the hook writes to stderr
              {"v": 1, "ok": false, "error": "..."}  (the client then runs the Python hook itself)
 
 The hook answer's first line is written with its keys in exactly that order and no spaces, so a client
 in C reads it with one sscanf. ``env`` names only SLURM_*, SLURMD_* and CUDA_VISIBLE_DEVICES: the rest of
 a hook's environment is the pod's (SLURMPOD_* settings too), which the agent has, so a client cannot
-point it elsewhere.
+point it elsewhere. ``"job_fields": false`` (slurmd's PrEp plugin, prep_slurmpod.c) says the job
+credential's fields (SLURM_JOB_COMMENT, SLURM_JOB_EXTRA) are not in ``env``: the hook looks them up when
+it needs them.
 
 Both ends parse strictly: a line over its limit, bytes that are not UTF-8, JSON that is not one object,
 NaN or Infinity, a duplicate or unknown key, a missing key, a wrong type or a value out of range is
@@ -105,6 +107,7 @@ class HookRequest:
     context: Context
     env: Mapping[str, str]
     deadline_s: float = 10.0
+    job_fields: bool = True  # False: env lacks the job credential's fields (comment, extra)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +148,10 @@ def is_hook_variable(name: str) -> bool:
 
 def encode_hook_request(r: HookRequest) -> bytes:
     hook = next(name for name, c in HOOKS.items() if c is r.context)
-    return _line({"v": VERSION, "hook": hook, "deadline_s": r.deadline_s, "env": dict(r.env)},
-                 MAX_REQUEST_BYTES, "request")
+    doc: dict[str, Any] = {"v": VERSION, "hook": hook, "deadline_s": r.deadline_s}
+    if not r.job_fields:
+        doc["job_fields"] = False
+    return _line({**doc, "env": dict(r.env)}, MAX_REQUEST_BYTES, "request")
 
 
 def encode_hook_answer(a: HookAnswer) -> bytes:
@@ -276,8 +281,11 @@ def decode_hook_answer(data: bytes) -> HookAnswer | Refusal:
 
 
 def _decode_hook_request(doc: Mapping[str, Any]) -> HookRequest:
-    _keys(doc, "", {"v", "hook", "deadline_s", "env"})
+    _keys(doc, "", {"v", "hook", "deadline_s", "env"}, frozenset({"job_fields"}))
     _version(doc)
+    job_fields = doc.get("job_fields", True)
+    if not isinstance(job_fields, bool):
+        raise _refuse("job_fields", job_fields, "must be true or false")
     context = _enum(doc["hook"], "hook", HOOKS.__getitem__, sorted(HOOKS))
     deadline = _number(doc["deadline_s"], "deadline_s", 0.0, MAX_DEADLINE_S, lo_open=True)
     env = doc["env"]
@@ -290,7 +298,7 @@ def _decode_hook_request(doc: Mapping[str, Any]) -> HookRequest:
         _str(value, f"env.{name}", MAX_ENV_VALUE)
         if "\x00" in value:
             raise _refuse(f"env.{name}", value, "holds a NUL, which no environment can")
-    return HookRequest(context, dict(env), deadline)
+    return HookRequest(context, dict(env), deadline, job_fields)
 
 
 def decode_request(line: bytes) -> Request | HookRequest:

@@ -9,6 +9,7 @@ Every wait is bounded by a worst case printed with what was measured.
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -198,3 +199,33 @@ def test_an_xid_between_jobs_fails_the_next_prolog_with_the_agent_and_is_missed_
         assert session.root_in(session.cluster.controller, "scancel", str(job_id)).code == 0
         wait_for(f"job {job_id} ended", lambda: job(session, job_id).state in healthkit.FINAL or None,
                  healthkit.JOB_WORST_S)
+
+
+NVLINK_REASON = "slurmpod: nvlink: "
+
+
+def test_slurmds_prep_plugin_asks_the_agent_and_a_job_still_skips_a_check_by_its_comment(
+        session: Session, fake_gpu_worker: str) -> None:
+    """slurmd runs the Prolog and Epilog through slurmpod's PrEp plugin, which cannot read a job's comment
+    (it is in the job credential only): the agent looks it up once a check the job may skip has failed.
+    A job that skips nvlink ends with its node in service; the next job, which does not, drains it."""
+    worker = fake_gpu_worker
+    config = session.root_in(session.cluster.controller, "scontrol", "show", "config").stdout
+    assert re.search(rf"^PrEpPlugins\s*=\s*(prep/)?{wk.PREP_PLUGIN}\s*$", config, re.M), config
+    healthkit.write_file(session, session.cluster.login, f"{FAKE_STATE_DIR}/{worker}",
+                         HEALTHY + "gpu.5.nvlink.2.down=1\n")  # nvlink runs in the epilog, and may be skipped
+    since = time.time()
+    done = session.as_researcher("sbatch", "--parsable", "--wait", "-w", worker, "-o", "/dev/null",
+                                 "--comment", "sweep 4 slurmpod:skip=nvlink", "--wrap", "true", timeout=JOB_S)
+    assert done.code == 0, f"{done.stdout}{done.stderr}"
+    skipped = int(done.stdout.strip().split(";")[0])
+    _served(session, worker, skipped, since)
+    n = node(session, worker)
+    assert n is not None and not n.drained, f"the job's skip list did not reach its epilog: {n}"
+    held = session.as_researcher("sbatch", "--parsable", "-w", worker, "-o", "/dev/null", "--wrap", "true")
+    assert held.code == 0, held.stderr
+    drained, waited = wait_for(f"{worker} drained for nvlink", lambda: drained_with(session, worker, NVLINK_REASON),
+                               healthkit.DRAIN_WORST_S)
+    print(f"drained {waited:.1f}s after the second job was submitted (bound {healthkit.DRAIN_WORST_S:.0f}s): "
+          f"{drained.reason}")
+    assert "GPU 5 link 2 down" in drained.reason, drained

@@ -278,6 +278,27 @@ def test_worker_hooks_are_the_thin_client_and_their_python_fallbacks_and_the_spa
     assert done.rc == 2 and "SLURMPOD_EXPECTED_GPUS" in done.stderr, (done.rc, done.stderr)
 
 
+@pytest.mark.parametrize(("name", "daemon"), [("worker", "slurmd"), ("controller", "slurmctld")])
+def test_the_prep_plugin_is_built_for_this_slurm_in_both_daemons_images(name: str, daemon: str,
+                                                                          hosts: dict[str, Any]) -> None:
+    """PrEpPlugins=slurmpod: slurmd and slurmctld both load prep_slurmpod.so from Slurm's plugin directory.
+    What Slurm's plugin loader checks: plugin_type, plugin_version (this Slurm's, micro included) and the
+    prep_p_* calls (src/interfaces/prep.c). The agent client inside it is not exported into the daemon."""
+    host = hosts[name]
+    plugindir = host.check_output("dirname $(dpkg -L slurm-wlm-basic-plugins | grep /prep_script.so$)")
+    calls = ["prep_p_register_callbacks", "prep_p_prolog", "prep_p_epilog", "prep_p_prolog_slurmctld",
+             "prep_p_epilog_slurmctld", "prep_p_required"]
+    probe = ("import ctypes, os, sys; lib = ctypes.CDLL(sys.argv[1], os.RTLD_LAZY); "
+             "print((ctypes.c_char * 14).in_dll(lib, 'plugin_type').value.decode(), "
+             "ctypes.c_uint.in_dll(lib, 'plugin_version').value, "
+             f"all(hasattr(lib, c) for c in {calls!r}), hasattr(lib, 'agent_ask'))")
+    kind, version, has_calls, leaks = host.check_output(
+        f"/opt/slurmpod/bin/python -c {shlex.quote(probe)} {plugindir}/{wk.PREP_PLUGIN_FILE}").split()
+    major, minor, micro = (int(x) for x in host.check_output(f"{daemon} -V").split()[1].split(".")[:3])
+    assert (kind, int(version), has_calls, leaks) == (
+        f"prep/{wk.PREP_PLUGIN}", (major << 16) | (minor << 8) | micro, "True", "False")
+
+
 def test_worker_fits_the_size_budget(images: dict[str, ImageInfo]) -> None:
     assert images["worker"].size <= 450 * 1_000_000, f"worker is {images['worker'].size / 1e6:.0f} MB"
 

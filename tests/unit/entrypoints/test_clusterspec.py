@@ -227,6 +227,18 @@ def test_default_hooks_are_slurmpods_checks() -> None:
                  "HealthCheckNodeState=ANY", f"PlugStackConfig={wk.PLUGSTACK_CONF}"):
         assert line in conf
     assert not any(line.startswith("TaskProlog=") for line in conf)  # the task environment is the SPANK plugin
+    assert f"PrEpPlugins={wk.PREP_PLUGIN}" in conf  # slurmd asks the agent in-process
+
+
+@pytest.mark.parametrize("hooks", [{"prolog": "/usr/local/sbin/site-prolog"}, {"epilog": None}, {"prolog": None}],
+                         ids=["the-sites-prolog", "no-epilog", "no-prolog"])
+def test_the_prep_plugin_only_where_both_hooks_are_slurmpods(hooks: dict[str, str | None]) -> None:
+    """It runs slurmpod's Prolog and Epilog whatever slurm.conf names: a site's own hook, or a hook turned
+    off, leaves Slurm's script plugin in charge."""
+    from slurmpod.entrypoints import render
+
+    conf = render.slurm_conf(cluster_spec.parse({"hooks": hooks}), "c-0")
+    assert "PrEpPlugins" not in conf
 
 
 @pytest.mark.parametrize(

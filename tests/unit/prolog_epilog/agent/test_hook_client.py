@@ -29,6 +29,7 @@ from slurmpod.prolog_epilog.result import CheckResult, Context, fail, ok
 from slurmpod.timing import Deadline, SystemClock
 
 SOURCE = paths.REPO / "images" / "files" / "slurmpod_hook.c"
+ASK = paths.REPO / "images" / "files" / "slurmpod_agent_ask.c"
 SLURMD_WAIT = Path(__file__).with_name("slurmd_wait.c")
 NODE = "gpu-0"
 FALLBACK_EXIT = 7
@@ -53,7 +54,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     built = root / "bin" / "slurmpod-prolog"
     built.parent.mkdir()
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", f'-DFALLBACK_DIR="{fallback}"', "-o", str(built),
-                    str(SOURCE)], check=True)
+                    str(SOURCE), str(ASK)], check=True)
     for name in ("slurmpod-epilog", "slurmpod-healthcheck"):
         (built.parent / name).symlink_to(built.name)
     return built.parent
