@@ -108,7 +108,6 @@ static const struct hook PROLOG = {"prolog", "slurmpod-prolog", 10.0, 25.0};
 static const struct hook EPILOG = {"epilog", "slurmpod-epilog", 15.0, 35.0};
 
 #define MAX_VARS 64
-#define MAX_LINE 1024
 
 /* The job's variables, as Slurm's script PrEp plugin names them (its _build_env), that the hooks read. */
 struct vars {
@@ -121,13 +120,16 @@ static void add(struct vars *v, const char *name, const char *fmt, ...)
 {
     if (v->count >= MAX_VARS)
         return;
-    char value[MAX_LINE];
+    char *value = NULL, *entry = NULL;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(value, sizeof value, fmt, ap);
+    int n = vasprintf(&value, fmt, ap);
     va_end(ap);
-    char *entry = NULL;
-    if (asprintf(&entry, "%s=%s", name, value) < 0)
+    if (n < 0)
+        return;
+    n = asprintf(&entry, "%s=%s", name, value);
+    free(value);
+    if (n < 0)
         return;
     v->entries[v->count++] = entry;
     v->entries[v->count] = NULL;
