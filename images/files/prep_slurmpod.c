@@ -100,12 +100,20 @@ enum prep_call { PREP_REGISTER_CALLBACKS = 0, PREP_PROLOG, PREP_EPILOG, PREP_PRO
 struct hook {
     const char *name;     /* the protocol's "hook", and SLURM_SCRIPT_CONTEXT's prefix */
     const char *program;  /* the Python hook in FALLBACK_DIR */
-    double wait_s;        /* for the agent: half of config.DEFAULT_DEADLINES for its context */
+    double wait_s;        /* for the agent (SLURMPOD_HEALTH_AGENT_WAIT overrides): half of config.DEFAULT_DEADLINES */
     double fallback_s;    /* for the Python hook: its own deadline (config.DEFAULT_DEADLINES) and 5 s */
 };
 
-static const struct hook PROLOG = {"prolog", "slurmpod-prolog", 10.0, 25.0};
-static const struct hook EPILOG = {"epilog", "slurmpod-epilog", 15.0, 35.0};
+/* The Python hooks' own deadlines (config.DEFAULT_DEADLINES: 20 s, 30 s) and 5 s; the tests build shorter. */
+#ifndef PROLOG_FALLBACK_S
+#define PROLOG_FALLBACK_S 25.0
+#endif
+#ifndef EPILOG_FALLBACK_S
+#define EPILOG_FALLBACK_S 35.0
+#endif
+
+static const struct hook PROLOG = {"prolog", "slurmpod-prolog", 10.0, PROLOG_FALLBACK_S};
+static const struct hook EPILOG = {"epilog", "slurmpod-epilog", 15.0, EPILOG_FALLBACK_S};
 
 #define MAX_VARS 64
 
@@ -196,6 +204,33 @@ static int wait_status(int code)
     return code == 0 ? SLURM_SUCCESS : W_EXITCODE(code, 0);
 }
 
+/* Whether `pid` (our child) has exited by `deadline`, leaving it unreaped. Ref: pidfd_open(2), waitid(2). */
+static int exited_by(pid_t pid, double deadline)
+{
+    int pidfd = pidfd_open(pid, 0);
+    int exited = 0;
+    for (;;) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+            exited = 1;
+            break;
+        }
+        double left = deadline - agent_now();
+        if (left <= 0)
+            break;
+        if (pidfd >= 0) {
+            struct pollfd p = {.fd = pidfd, .events = POLLIN};
+            poll(&p, 1, (int)(left * 1000) + 1);
+        } else {
+            usleep(left < 0.01 ? (useconds_t)(left * 1e6) : 10000);
+        }
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    return exited;
+}
+
 /* The Python hook, in its own process group, with the job's variables and the agent switched off; its
  * output goes to slurmd's log. Killed (the whole group) once it outlives h->fallback_s. */
 static int fall_back(const struct hook *h, uint32_t job_id, const struct vars *job)
@@ -220,6 +255,7 @@ static int fall_back(const struct hook *h, uint32_t job_id, const struct vars *j
     posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&fa, out[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* none of slurmd's descriptors */
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setpgroup(&attr, 0);
@@ -268,24 +304,15 @@ static int fall_back(const struct hook *h, uint32_t job_id, const struct vars *j
         len += keep;
     }
     close(out[0]);
+    /* Its output closed; its exit follows at once. The group is killed while the hook is still unreaped
+     * (a zombie keeps its pid, so the group's id cannot have been taken by another process), taking
+     * whatever it left behind, as slurmd's run_command() does; then it is reaped. */
+    if (!timed_out && !exited_by(pid, deadline))
+        timed_out = 1;
+    kill(-pid, SIGKILL);
     int status = 0;
-    if (!timed_out) {
-        /* Its output closed; its exit follows at once. A pidfd waits for it without a sleep. */
-        int pidfd = pidfd_open(pid, 0);
-        if (pidfd >= 0) {
-            double left = deadline - agent_now();
-            struct pollfd p = {.fd = pidfd, .events = POLLIN};
-            while (left > 0 && poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno == EINTR)
-                left = deadline - agent_now();
-            close(pidfd);
-        }
-        if (waitpid(pid, &status, WNOHANG) != pid)
-            timed_out = 1;
-    }
-    kill(-pid, SIGKILL); /* the group: whatever the hook left behind, and the hook itself on a timeout */
-    if (timed_out)
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
     int code = timed_out ? 1 : WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     if (text != NULL)
         log_lines(h, job_id, code != 0, text, len);
@@ -306,14 +333,25 @@ static int run(const struct hook *h, const job_env_t *e)
         path = AGENT_DEFAULT_SOCKET;
     int code = -1;
     const char *why = NULL;
-    if (path[0] != '\0') {
+    /* SLURMPOD_HEALTH_AGENT_WAIT in slurmd's environment, as the hook program reads it in its own. */
+    double wait_s = h->wait_s;
+    const char *wait_env = getenv("SLURMPOD_HEALTH_AGENT_WAIT");
+    if (wait_env != NULL && wait_env[0] != '\0') {
+        char *end;
+        double w = strtod(wait_env, &end);
+        if (*end == '\0' && w > 0.0 && w <= 300.0)
+            wait_s = w;
+        else
+            why = "SLURMPOD_HEALTH_AGENT_WAIT is not a number of seconds in (0, 300]";
+    }
+    if (path[0] != '\0' && why == NULL) {
         struct agent_request *req = malloc(sizeof *req);
         char *findings = malloc(AGENT_MAX_STDERR);
         size_t size = 0;
         if (req == NULL || findings == NULL) {
             why = "out of memory";
         } else {
-            agent_request_begin(req, h->name, h->wait_s, "\"job_fields\":false");
+            agent_request_begin(req, h->name, wait_s, "\"job_fields\":false");
             for (int i = 0; i < job.count; i++) {
                 const char *eq = strchr(job.entries[i], '=');
                 agent_request_env(req, job.entries[i], (size_t)(eq - job.entries[i]), eq + 1);
@@ -321,7 +359,7 @@ static int run(const struct hook *h, const job_env_t *e)
             if (!agent_request_end(req))
                 why = "the job's variables are larger than a request may be";
             else
-                code = agent_ask(path, req, agent_now() + h->wait_s, findings, &size, &why);
+                code = agent_ask(path, req, agent_now() + wait_s, findings, &size, &why);
             if (code >= 0)
                 log_lines(h, job_id, code != 0, findings, size);
         }

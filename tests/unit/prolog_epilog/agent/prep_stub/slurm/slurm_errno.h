@@ -1,0 +1,1 @@
+/* See slurm.h here. */
