@@ -54,7 +54,7 @@ MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf",
 # The worker's hook programs and the script that builds them.
 # slurmd's PrEp plugin and the agent client it shares with the hook programs (the controller's slurmctld
 # loads PrEpPlugins too).
-PREP_CONTEXT_FILES = ("prep_slurmpod.c", "slurmpod_agent_ask.c", "slurmpod_agent_ask.h")
+PREP_CONTEXT_FILES = ("prep_slurmpod.c", "slurmd_job_env.h", "slurmpod_agent_ask.c", "slurmpod_agent_ask.h")
 HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod_spank.c", "slurmpod_task_env.c",
                       "slurmpod_task_env.h", *PREP_CONTEXT_FILES)
 # Files from images/files each image's context carries (besides its Dockerfile).

@@ -226,9 +226,9 @@ def late_skip(planned: tuple[runner.Planned, ...], results: tuple[CheckResult, .
 
 
 def _job_fields(job_id: int) -> tuple[str, str]:
-    from slurmpod.slurm import job_comment_extra  # noqa: PLC0415 - only when a skippable check failed
+    from slurmpod.slurm import CliSlurmClient  # noqa: PLC0415 - only when a skippable check failed
 
-    return job_comment_extra(job_id, timeout=actions.RPC_TIMEOUT)
+    return CliSlurmClient().job_comment_extra(job_id, timeout=actions.RPC_TIMEOUT)
 
 
 def _own_gpus(deadline_s: float) -> GpuSource:

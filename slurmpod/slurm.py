@@ -207,20 +207,6 @@ def not_found(result: Result) -> bool:
     return any(m in text for m in NODE_NOT_FOUND_MARKERS)
 
 
-def job_comment_extra(job_id: int, *, runner: Runner | None = None,
-                      timeout: float = DEFAULT_TIMEOUT) -> tuple[str, str]:
-    """A job's --comment and --extra, from slurmctld. Raises SlurmpodError when it cannot say.
-    Ref: https://slurm.schedmd.com/scontrol.html#OPT_show"""
-    result = (runner or LocalRunner())(["scontrol", "show", "job", str(int(job_id)), "--json"], timeout)
-    if result.returncode != 0:
-        raise error_of(result)
-    doc = load_json(result.stdout, "scontrol show job --json")
-    for raw in doc.get("jobs", []) or []:
-        if isinstance(raw, dict) and number(raw.get("job_id")) == job_id:
-            return str(raw.get("comment") or ""), str(raw.get("extra") or "")
-    raise PermanentError(f"scontrol show job {job_id}: no such job in the answer")
-
-
 class CliSlurmClient:
     """SlurmClient over the Slurm CLI, run by ``runner`` (here, or in a pod through `docker exec`)."""
 
@@ -256,6 +242,16 @@ class CliSlurmClient:
             if isinstance(raw, dict) and raw.get("name") == name:
                 return from_json(raw)
         return None
+
+    def job_comment_extra(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[str, str]:
+        """A job's --comment and --extra. Raises SlurmpodError when slurmctld cannot say.
+        Ref: https://slurm.schedmd.com/scontrol.html#OPT_show"""
+        doc = load_json(self._ok(["scontrol", "show", "job", str(int(job_id)), "--json"], timeout).stdout,
+                        "scontrol show job --json")
+        for raw in doc.get("jobs", []) or []:
+            if isinstance(raw, dict) and number(raw.get("job_id")) == job_id:
+                return str(raw.get("comment") or ""), str(raw.get("extra") or "")
+        raise PermanentError(f"scontrol show job {job_id}: no such job in the answer")
 
     def jobs_on_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[Job, ...]:
         confvalues.node_name("node", name)

@@ -14,7 +14,7 @@ RUN apt-get update; \
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log
 
 # The PrEp plugin's C sources, compiled with the job_submit plugin below (no Python in them: before the wheel).
-COPY prep_slurmpod.c slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-prep/
+COPY prep_slurmpod.c slurmd_job_env.h slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-prep/
 
 # slurmpod itself: the last layers, so a Python-only change reuses every layer above. With its `kube`
 # extra here alone: the Kubernetes API client of the controller's daemons (k8s-sync, topology-sync).

@@ -45,7 +45,7 @@ RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 # headers leave in this same RUN.
 ARG HOOK_BUILD_PACKAGES
 COPY install-hooks.sh slurmpod_hook.c slurmpod_spank.c slurmpod_task_env.c slurmpod_task_env.h prep_slurmpod.c \
-     slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-hooks/
+     slurmd_job_env.h slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-hooks/
 RUN sh /tmp/slurmpod-hooks/install-hooks.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.

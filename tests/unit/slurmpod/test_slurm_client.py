@@ -16,7 +16,7 @@ from fakes.slurm_client import ADMIN_REASON_300
 from slurmpod import joblist
 from slurmpod.commands import Result
 from slurmpod.errors import BadInput, PermanentError, TransientError
-from slurmpod.slurm import CliSlurmClient, Placeholder, Report, SlurmRefused, job_comment_extra, reason_arg
+from slurmpod.slurm import CliSlurmClient, Placeholder, Report, SlurmRefused, reason_arg
 
 NODE_DOC = json.dumps({"nodes": [{"name": "w-0", "state": ["IDLE", "DRAIN", "DYNAMIC_NORM"],
                                   "reason": ADMIN_REASON_300, "cpus": 2}], "errors": [], "warnings": []})
@@ -277,10 +277,10 @@ def test_a_jobs_comment_and_extra_come_from_scontrols_json() -> None:
     """What the hooks look up when slurmd's PrEp plugin could not give them (prolog_epilog/main.py)."""
     doc = json.dumps({"jobs": [{"job_id": 9, "comment": "sweep 4 slurmpod:skip=nvlink", "extra": None}]})
     runner = FakeRunner(stdout=doc)
-    assert job_comment_extra(9, runner=runner) == ("sweep 4 slurmpod:skip=nvlink", "")
+    assert CliSlurmClient(runner).job_comment_extra(9) == ("sweep 4 slurmpod:skip=nvlink", "")
     assert runner.calls[0][0] == ("scontrol", "show", "job", "9", "--json")
     with pytest.raises(PermanentError, match="no such job"):
-        job_comment_extra(10, runner=FakeRunner(stdout=doc))
+        CliSlurmClient(FakeRunner(stdout=doc)).job_comment_extra(10)
     with pytest.raises(TransientError):
-        job_comment_extra(9, runner=FakeRunner(rc=1, stderr="slurm_load_jobs error: Unable to contact slurm "
-                                                            "controller (connect failure)"))
+        CliSlurmClient(FakeRunner(rc=1, stderr="slurm_load_jobs error: Unable to contact slurm controller "
+                                               "(connect failure)")).job_comment_extra(9)

@@ -214,7 +214,7 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
             assert (ctx / source).exists(), f"{name}: COPY source {source} missing from the context"
     files = sorted(str(p.relative_to(ctx)) for p in ctx.rglob("*") if p.is_file())
     wheel_only = ["Dockerfile", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl"]
-    prep = ["prep_slurmpod.c", "slurmpod_agent_ask.c", "slurmpod_agent_ask.h"]
+    prep = ["prep_slurmpod.c", "slurmd_job_env.h", "slurmpod_agent_ask.c", "slurmpod_agent_ask.h"]
     expected = {"base": ["Dockerfile", "wheelhouse/pip-1-py3-none-any.whl"],
                 "controller": sorted([*wheel_only, *prep]), "accounting": wheel_only, "restapi": wheel_only}
     login = ["Dockerfile", "install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "pam-slurmpod-mkhomedir",

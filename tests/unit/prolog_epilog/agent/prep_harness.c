@@ -3,6 +3,9 @@
  * the plugin's log lines, then the return code and the seconds the call took. It holds descriptor 7 open
  * without FD_CLOEXEC, as slurmd holds descriptors of its own, which no hook may inherit.
  *
+ * Built against prep_stub/ (Slurm 24.11's names) and images/files/slurmd_job_env.h, the layout the plugin
+ * itself is built with.
+ *
  * Usage: prep_harness PLUGIN prolog|epilog JOB_ID */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -15,22 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct {
-    uint32_t derived_ec;
-    uint32_t exit_code;
-    char **gres_job_env;
-    uint32_t het_job_id;
-    uint32_t jobid;
-    uint32_t step_id;
-    char *node_aliases;
-    char *node_list;
-    char *partition;
-    char **spank_job_env;
-    uint32_t spank_job_env_size;
-    uid_t uid;
-    gid_t gid;
-    char *work_dir;
-} job_env_t;
+#include <slurm/slurm.h>
+
+#include "slurmd_job_env.h"
+
 
 static void say(const char *level, const char *format, va_list ap)
 {
@@ -73,8 +64,8 @@ int main(int argc, char **argv)
     if (call == NULL)
         return 2;
     char *gres[] = {"CUDA_VISIBLE_DEVICES=0,1", "SLURM_JOB_GPUS=0,1", "NOT_A_HOOK_VARIABLE=x", NULL};
-    job_env_t job = {.jobid = (uint32_t)atoi(argv[3]), .gres_job_env = gres, .partition = "main",
-                     .node_list = "gpu-[0-1]", .uid = 2000, .gid = 2000, .exit_code = 0};
+    job_env_t job = {.gres_job_env = gres, .partition = "main", .node_list = "gpu-[0-1]", .uid = 2000, .gid = 2000};
+    JOB_ID(&job) = (uint32_t)atoi(argv[3]);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     int rc = call(&job, NULL);

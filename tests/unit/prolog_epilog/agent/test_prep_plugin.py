@@ -40,8 +40,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                     f'-DFALLBACK_DIR="{hooks}"', f"-DPROLOG_FALLBACK_S={PROLOG_FALLBACK_S}", "-o", str(plugin),
                     str(FILES / "prep_slurmpod.c"), str(FILES / "slurmpod_agent_ask.c")], check=True)
     harness = root / "prep_harness"
-    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic", "-o", str(harness),
-                    str(HERE / "prep_harness.c"), "-ldl"], check=True)
+    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic", f"-I{HERE / 'prep_stub'}", f"-I{FILES}",
+                    "-o", str(harness), str(HERE / "prep_harness.c"), "-ldl"], check=True)
     return harness, hooks
 
 
