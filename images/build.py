@@ -56,7 +56,7 @@ MPI_CONTEXT_FILES = ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf",
 # loads PrEpPlugins too).
 PREP_CONTEXT_FILES = ("prep_slurmpod.c", "slurmd_job_env.h", "slurmpod_agent_ask.c", "slurmpod_agent_ask.h")
 HOOK_CONTEXT_FILES = ("install-hooks.sh", "slurmpod_hook.c", "slurmpod_spank.c", "slurmpod_task_env.c",
-                      "slurmpod_task_env.h", *PREP_CONTEXT_FILES)
+                      "slurmpod_task_env.h", "slurmpod_cpus.c", "slurmpod_cpus.h", *PREP_CONTEXT_FILES)
 # Files from images/files each image's context carries (besides its Dockerfile).
 CONTEXT_FILES: dict[str, tuple[str, ...]] = {
     "worker": ("sshd_slurmpod.conf", "pam-slurmpod-mkhomedir", *MPI_CONTEXT_FILES, *HOOK_CONTEXT_FILES),

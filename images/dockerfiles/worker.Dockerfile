@@ -41,11 +41,11 @@ RUN sh /tmp/slurmpod-mpi/install-mpi.sh
 
 # What slurm.conf's Prolog=, Epilog= and HealthCheckProgram= name on a worker: a small C client of the
 # health agent (falling back to slurmpod's Python hooks), so a job start pays no Python start; and the
-# SPANK plugin that sets each task's environment, so a task starts no program. The compiler and Slurm's
-# headers leave in this same RUN.
+# SPANK plugin that sets each task's environment, so a task starts no program, and gives slurmd the pod's
+# CPUs. The compiler and Slurm's headers leave in this same RUN.
 ARG HOOK_BUILD_PACKAGES
-COPY install-hooks.sh slurmpod_hook.c slurmpod_spank.c slurmpod_task_env.c slurmpod_task_env.h prep_slurmpod.c \
-     slurmd_job_env.h slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-hooks/
+COPY install-hooks.sh slurmpod_hook.c slurmpod_spank.c slurmpod_task_env.c slurmpod_task_env.h slurmpod_cpus.c \
+     slurmpod_cpus.h prep_slurmpod.c slurmd_job_env.h slurmpod_agent_ask.c slurmpod_agent_ask.h /tmp/slurmpod-hooks/
 RUN sh /tmp/slurmpod-hooks/install-hooks.sh
 
 # Ref: sshd_config(5); drop-ins in sshd_config.d are read by Debian's sshd_config `Include`.

@@ -88,6 +88,32 @@ SWEEP_WORST_S = 400.0
 IDLE_BOUND_S = 60.0
 
 
+def _cpus_allowed(text: str) -> str:
+    found = re.search(r"^Cpus_allowed_list:\s*(\S+)$", text, re.MULTILINE)
+    assert found, text
+    return found.group(1)
+
+
+@pytest.mark.smoke
+def test_slurmd_and_a_jobs_tasks_run_on_every_cpu_of_the_pod_not_on_its_reserved_cores(session: Session) -> None:
+    """The emulated workers have a CPU limit under the host's cores, so their nodes carry CoreSpecCount.
+    slurmd binds itself to those cores, and under task/none its tasks inherit that. The SPANK plugin gives
+    slurmd the pod's CPUs back at its start: the job's tasks may use every CPU the pod's own init may."""
+    worker = session.cluster.workers[0]
+    state = node(session, worker)
+    assert state is not None and state.specialized_cores > 0, state  # else this test proves nothing
+    pod = _cpus_allowed(session.root_in(worker, "cat", "/proc/1/status").stdout)
+    assert "-" in pod or "," in pod, pod  # more than one CPU
+    slurmd = session.root_in(worker, "sh", "-c", "cat /proc/$(pidof slurmd)/status")
+    assert slurmd.code == 0, slurmd.stdout + slurmd.stderr
+    assert _cpus_allowed(slurmd.stdout) == pod
+    run = session.as_researcher("srun", "--quiet", "-w", worker, "-N1", "-n2", "--overcommit", "-t", "1",
+                                "cat", "/proc/self/status", timeout=120)
+    assert run.code == 0, run.stdout + run.stderr
+    tasks = re.findall(r"^Cpus_allowed_list:\s*(\S+)$", run.stdout, re.MULTILINE)
+    assert tasks == [pod, pod], run.stdout
+
+
 def _config_value(session: Session, name: str) -> str:
     out = session.root_in(session.cluster.controller, "scontrol", "show", "config").stdout
     found = re.search(rf"^{name}\s*=\s*(\S+)", out, re.MULTILINE)

@@ -221,7 +221,8 @@ def test_context_holds_every_copy_source_and_little_else(name: str, tmp_path: Pa
              "psm2_absent.c", "psm2_absent.map", "slurmpod-wheel/slurmpod-0.1.0-py3-none-any.whl",
              "sshd_slurmpod.conf"]
     expected["worker"] = sorted([*login, "install-hooks.sh", "slurmpod_hook.c", "slurmpod_spank.c",
-                                 "slurmpod_task_env.c", "slurmpod_task_env.h", *prep])
+                                 "slurmpod_task_env.c", "slurmpod_task_env.h", "slurmpod_cpus.c", "slurmpod_cpus.h",
+                                 *prep])
     assert files == expected.get(name, login)
 
 
