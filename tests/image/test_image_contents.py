@@ -249,8 +249,8 @@ def test_no_secrets_in_the_file_system(name: str, images: dict[str, ImageInfo], 
 def test_worker_hooks_are_the_thin_client_and_their_python_fallbacks_and_the_spank_plugin(
         hosts: dict[str, Any]) -> None:
     """One compiled client under the three names Slurm calls, each falling back to the wheel's Python
-    hook of the same name; the task environment a SPANK plugin built for this Slurm; the compiler and
-    Slurm's headers gone with their layer."""
+    hook of the same name; a SPANK plugin built for this Slurm (the task environment, the pod's CPUs); the
+    compiler and Slurm's headers gone with their layer."""
     host = hosts["worker"]
     inodes = {host.check_output(f"stat -c %i {path}") for path in (PROLOG_BIN, EPILOG_BIN, HEALTHCHECK_BIN)}
     assert len(inodes) == 1, "the three hooks are links to one program"
@@ -259,15 +259,18 @@ def test_worker_hooks_are_the_thin_client_and_their_python_fallbacks_and_the_spa
     for name in ("slurmpod-prolog", "slurmpod-epilog", "slurmpod-healthcheck"):
         assert host.file(f"{HOOK_FALLBACK_DIR}/{name}").is_file, name
     # What Slurm's plugin loader checks: plugin_type "spank", plugin_version this Slurm's (SPANK_PLUGIN in
-    # slurm/spank.h), and the hook it calls in each task. Ref: https://slurm.schedmd.com/spank.html
+    # slurm/spank.h), the hook it calls in each task and the one slurmd calls at its start (the pod's CPUs).
+    # Ref: https://slurm.schedmd.com/spank.html
     probe = ("import ctypes, os, sys; lib = ctypes.CDLL(sys.argv[1], os.RTLD_LAZY); "
              "print((ctypes.c_char * 6).in_dll(lib, 'plugin_type').value.decode(), "
              "ctypes.c_uint.in_dll(lib, 'plugin_version').value, hasattr(lib, 'slurm_spank_task_init'), "
-             "hasattr(lib, 'slurmpod_task_env'))")
-    kind, version, hook, inner = host.check_output(f"/opt/slurmpod/bin/python -c {shlex.quote(probe)} {SPANK_PLUGIN}"
-                                                   ).split()
+             "hasattr(lib, 'slurm_spank_init'), hasattr(lib, 'slurmpod_task_env'), "
+             "hasattr(lib, 'slurmpod_take_pod_cpus'))")
+    kind, version, *exported = host.check_output(f"/opt/slurmpod/bin/python -c {shlex.quote(probe)} {SPANK_PLUGIN}"
+                                                 ).split()
     major, minor, micro = (int(x) for x in host.check_output("slurmd -V").split()[1].split(".")[:3])
-    assert (kind, int(version), hook, inner) == ("spank", (major << 16) | (minor << 8) | micro, "True", "False")
+    assert (kind, int(version)) == ("spank", (major << 16) | (minor << 8) | micro)
+    assert exported == ["True", "True", "False", "False"]  # the two hooks; the helpers stay inside
     assert not host.file(f"{HOOK_CLIENT_DIR}/slurmpod-task-prolog").exists
     for pkg in HOOK_BUILD_PACKAGES:
         assert not host.package(pkg).is_installed, pkg
