@@ -3,8 +3,9 @@
 # slurmpod_hook.c compiled into /usr/local/sbin/slurmpod-prolog, with slurmpod-epilog and
 # slurmpod-healthcheck as links to it (the program's name is its hook); prep_slurmpod.so, slurmd's PrEp
 # plugin that asks the health agent in-process, in Slurm's plugin directory; and slurmpod_spank.so, the
-# SPANK plugin that sets each task's environment and gives slurmd the pod's CPUs (both against this image's own Slurm headers, from
-# libslurm-dev: slurmd loads a plugin only when its plugin_version is this Slurm's).
+# SPANK plugin that sets each task's environment and gives slurmd the pod's CPUs (both against this
+# image's own Slurm headers, from libslurm-dev: slurmd loads a plugin only when its plugin_version is this
+# Slurm's).
 # Exactly the packages the compile brought are purged again in this same layer.
 set -eu
 src=/tmp/slurmpod-hooks
