@@ -5,25 +5,20 @@ itself to one CPU first, as slurmd does."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
+import ckit
 import paths
 import pytest
 
-FILES = paths.REPO / "images" / "files"
 HARNESS = paths.REPO / "tests" / "unit" / "prolog_epilog" / "cpus_harness.c"
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    assert cc, "a C compiler is needed to build the CPU harness (apt-get install gcc)"
-    built = tmp_path_factory.mktemp("cpus") / "cpus_harness"
-    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", f"-I{FILES}", "-o", str(built), str(HARNESS),
-                    str(FILES / "slurmpod_cpus.c")], check=True)
-    return built
+    return ckit.build(tmp_path_factory.mktemp("cpus") / "cpus_harness", f"-I{ckit.FILES}", str(HARNESS),
+                      str(ckit.FILES / "slurmpod_cpus.c"), what="the CPU harness")
 
 
 def _run(command: list[str]) -> dict[str, str]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import ckit
 import paths
 import pytest
 
@@ -159,18 +159,14 @@ def test_the_program_imports_little_and_exports_nothing_without_the_file() -> No
 
 # --- What each task gets on a worker: images/files/slurmpod_task_env.c (in the SPANK plugin), over what
 # the start rendered. Built here with the host's C compiler into a harness that prints what it sets. ---
-FILES = paths.REPO / "images" / "files"
+FILES = ckit.FILES
 HARNESS = paths.REPO / "tests" / "unit" / "prolog_epilog" / "task_env_harness.c"
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    assert cc, "a C compiler is needed to build the task environment harness (apt-get install gcc)"
-    built = tmp_path_factory.mktemp("task-env") / "task_env_harness"
-    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", f"-I{FILES}", "-o", str(built), str(HARNESS),
-                    str(FILES / "slurmpod_task_env.c")], check=True)
-    return built
+    return ckit.build(tmp_path_factory.mktemp("task-env") / "task_env_harness", f"-I{FILES}", str(HARNESS),
+                      str(FILES / "slurmpod_task_env.c"), what="the task environment harness")
 
 
 def _files(tmp_path: Path, base: Path | None, tmpdir: bool = True,

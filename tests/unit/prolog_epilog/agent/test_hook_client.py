@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import paths
+import ckit
 import pytest
 from fakes.slurm_client import FakeSlurm
 
@@ -28,8 +28,8 @@ from slurmpod.prolog_epilog.main import Settings
 from slurmpod.prolog_epilog.result import CheckResult, Context, fail, ok
 from slurmpod.timing import Deadline, SystemClock
 
-SOURCE = paths.REPO / "images" / "files" / "slurmpod_hook.c"
-ASK = paths.REPO / "images" / "files" / "slurmpod_agent_ask.c"
+SOURCE = ckit.FILES / "slurmpod_hook.c"
+ASK = ckit.FILES / "slurmpod_agent_ask.c"
 SLURMD_WAIT = Path(__file__).with_name("slurmd_wait.c")
 NODE = "gpu-0"
 FALLBACK_EXIT = 7
@@ -43,8 +43,6 @@ exit {FALLBACK_EXIT}
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The client built as the worker image builds it, its Python hooks in a directory of stand-ins."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    assert cc, "a C compiler is needed to build the hook client (apt-get install gcc)"
     root = tmp_path_factory.mktemp("hook-client")
     fallback = root / "python-hooks"
     fallback.mkdir()
@@ -53,8 +51,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (fallback / name).chmod(0o755)
     built = root / "bin" / "slurmpod-prolog"
     built.parent.mkdir()
-    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", f'-DFALLBACK_DIR="{fallback}"', "-o", str(built),
-                    str(SOURCE), str(ASK)], check=True)
+    ckit.build(built, f'-DFALLBACK_DIR="{fallback}"', str(SOURCE), str(ASK), what="the hook client")
     for name in ("slurmpod-epilog", "slurmpod-healthcheck"):
         (built.parent / name).symlink_to(built.name)
     return built.parent

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -18,10 +17,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import paths
+import ckit
 import pytest
 
-FILES = paths.REPO / "images" / "files"
+FILES = ckit.FILES
 HERE = Path(__file__).parent
 PROLOG_FALLBACK_S = 1.5  # built shorter than the shipped 25 s, so a hook that hangs ends the test soon
 JOB = 41
@@ -30,18 +29,14 @@ JOB = 41
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the harness, the directory of stand-in Python hooks the plugin falls back to)."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    assert cc, "a C compiler is needed to build the PrEp plugin (apt-get install gcc)"
     root = tmp_path_factory.mktemp("prep")
     hooks = root / "python-hooks"
     hooks.mkdir()
-    plugin = root / "prep_slurmpod.so"
-    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{HERE / 'prep_stub'}",
-                    f'-DFALLBACK_DIR="{hooks}"', f"-DPROLOG_FALLBACK_S={PROLOG_FALLBACK_S}", "-o", str(plugin),
-                    str(FILES / "prep_slurmpod.c"), str(FILES / "slurmpod_agent_ask.c")], check=True)
-    harness = root / "prep_harness"
-    subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-rdynamic", f"-I{HERE / 'prep_stub'}", f"-I{FILES}",
-                    "-o", str(harness), str(HERE / "prep_harness.c"), "-ldl"], check=True)
+    ckit.build(root / "prep_slurmpod.so", "-fPIC", "-shared", f"-I{HERE / 'prep_stub'}", f'-DFALLBACK_DIR="{hooks}"',
+               f"-DPROLOG_FALLBACK_S={PROLOG_FALLBACK_S}", str(FILES / "prep_slurmpod.c"),
+               str(FILES / "slurmpod_agent_ask.c"), what="the PrEp plugin")
+    harness = ckit.build(root / "prep_harness", "-rdynamic", f"-I{HERE / 'prep_stub'}", f"-I{FILES}",
+                         str(HERE / "prep_harness.c"), "-ldl", what="the PrEp harness")
     return harness, hooks
 
 
