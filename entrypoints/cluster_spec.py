@@ -713,12 +713,16 @@ def parse(raw: object, source: str = "cluster spec") -> ClusterSpec:
 
 
 def demand_shape(spec: ClusterSpec, nodeset: NodeSetSpec) -> NodeSetShape:
-    """What slurmpod.demand judges a job against for ``nodeset``: its feature, the partitions that hold it
-    and its pods' CPUs and GPUs (0 where the spec has no shape). The exporter's demand gauge and the
-    autoscaler start from this same shape."""
+    """What slurmpod.demand judges a job against for ``nodeset``: its feature, the partitions that hold it,
+    its pods' CPUs and GPUs (0 where the spec has no shape) and, for a nodeset slurmpod's autoscaler keeps
+    placeholders for, every ordinal up to maxReplicas. The exporter's demand gauge and the autoscaler start
+    from this same shape."""
+    scaled = nodeset.autoscaling
+    kept = tuple(f"{nodeset.stateful_set}-{i}" for i in range(scaled.max_replicas)) \
+        if scaled.by_slurmpod and nodeset.shape.known and nodeset.stateful_set else ()
     return NodeSetShape(nodeset.name, nodeset.feature,
                         tuple(p.name for p in spec.partitions if nodeset.name in p.nodesets),
-                        nodeset.shape.cpus, nodeset.shape.gpus)
+                        nodeset.shape.cpus, nodeset.shape.gpus, kept)
 
 
 def load(path: Path) -> ClusterSpec:

@@ -8,6 +8,12 @@ leaving out every job more nodes cannot start:
   constraints no node has, the array throttle (``NEVER_BY_NODES``, ``NEVER_BY_NODES_PREFIXES``);
 - jobs waiting on nodes they name themselves (ReqNodeNotAvail or NodeDown with ``required_nodes``).
 Every other reason counts, an unknown one too: a reason a newer Slurm adds should not stop scale-out.
+PartitionConfig counts only for a nodeset that is short (``NodeSetShape.short``): one of the nodes it keeps
+a Slurm record for (an autoscaled nodeset's pods and placeholders, up to maxReplicas) has none. That is the
+autoscaler's take-over: it deletes a placeholder before it starts the pod, and until the pod registers the
+partition is smaller than the nodeset, so slurmctld gives the job PartitionConfig ("More processors
+requested than permitted") though the whole nodeset runs it; submission already refused what the whole
+nodeset cannot run. With every record there, PartitionConfig is a partition that refuses the job.
 squeue prints slurmctld's description of a reason where it wrote one: a description that starts with
 the reason's code (``ReqNodeNotAvail, UnavailableNodes:w-3``) is read as that code; one in words counts,
 as Resources does (``Nodes required for job are DOWN, DRAINED or reserved ...``), unless it names a QoS,
@@ -47,7 +53,7 @@ import functools
 import logging
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from slurmpod.joblist import JobRecord
@@ -66,6 +72,8 @@ class PendingJob:
     nodes: int  # nodes it asks for (an array: for all its tasks that may start now)
     gpus_per_node: int
     cpus_per_node: int
+    # PartitionConfig is the only reason it counts by: for a short nodeset alone (``waits_for_records``).
+    needs_records: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +85,12 @@ class NodeSetShape:
     partitions: tuple[str, ...]
     cpus: int  # CPUs of one node; 0 = unknown, no CPU filter
     gpus: int  # GPUs of one node; 0 = unknown, no GPU filter
+    kept: tuple[str, ...] = ()  # the nodes it keeps a Slurm record for, pod or placeholder; () none
+    short: bool = False  # one of ``kept`` has no record now (``with_records``)
 
 
-# Pending reasons no new node cures. Ref: https://slurm.schedmd.com/job_reason_codes.html
+# Pending reasons no new node cures (PartitionConfig: but see SHORT_PARTITION_REASONS).
+# Ref: https://slurm.schedmd.com/job_reason_codes.html
 NEVER_BY_NODES = frozenset({
     "Dependency", "DependencyNeverSatisfied",
     "JobHeldAdmin", "JobHeldUser", "JobHoldMaxRequeue", "BeginTime",
@@ -95,6 +106,8 @@ NEVER_BY_NODES_PREFIXES = ("Assoc", "QOS")
 # slurmctld's descriptions of such reasons, in words (a QoS that refuses the partition, an association or QoS
 # limit, a reservation gone). Ref: src/slurmctld/partition_mgr.c, acct_policy.c, job_mgr.c (state_desc)
 NEVER_BY_NODES_DESCRIPTIONS = ("Job's QOS ", "Job is at or exceeds ", "Reservation ")
+# Curable only while a nodeset of the job's partition is short of records (``waits_for_records``).
+SHORT_PARTITION_REASONS = frozenset({"PartitionConfig"})
 # Curable unless the job named the nodes it waits for (--nodelist): then only those nodes will do.
 NAMED_NODE_REASONS = frozenset({"ReqNodeNotAvail", "NodeDown"})
 
@@ -127,10 +140,18 @@ def _curable_reason(reason: str, required_nodes: str) -> bool:
     return not (reason in NAMED_NODE_REASONS and required_nodes.strip())
 
 
+def waits_for_records(job: JobRecord) -> bool:
+    """Not held, and PartitionConfig among its reasons: nodes a short nodeset is taking over would start it."""
+    return job.priority != 0 and any(code in SHORT_PARTITION_REASONS for code in job.reason_codes)
+
+
 def pending_job(job: JobRecord) -> PendingJob | None:
     """One pending record as a PendingJob; None when more nodes would not start it."""
+    needs_records = False
     if not curable(job):
-        return None
+        if not waits_for_records(job):
+            return None
+        needs_records = True
     nodes = max(1, job.nodes)
     new_nodes = nodes - host_count(job.required_nodes)
     if new_nodes <= 0:
@@ -142,6 +163,7 @@ def pending_job(job: JobRecord) -> PendingJob | None:
         nodes=new_nodes * startable_tasks(job.array_tasks),
         gpus_per_node=gpus_per_node(job, nodes),
         cpus_per_node=job.cpus_per_node,
+        needs_records=needs_records,
     )
 
 
@@ -256,7 +278,10 @@ def feature_terms(expression: str) -> tuple[frozenset[str], ...] | None:
 
 
 def fits(job: PendingJob, shape: NodeSetShape) -> bool:
-    """The job could run on the NodeSet's nodes: partition, features, CPUs and GPUs per node."""
+    """The job could run on the NodeSet's nodes: partition, features, CPUs and GPUs per node, and a job that
+    waits for records only on a short nodeset."""
+    if job.needs_records and not shape.short:
+        return False
     if not set(job.partitions) & set(shape.partitions):
         return False
     terms = feature_terms(job.features)
@@ -270,6 +295,12 @@ def fits(job: PendingJob, shape: NodeSetShape) -> bool:
 def demand_nodes(jobs: Sequence[PendingJob], shape: NodeSetShape) -> int:
     """Nodes the pending jobs this NodeSet could serve ask for."""
     return sum(job.nodes for job in jobs if fits(job, shape))
+
+
+def with_records(shape: NodeSetShape, names: Collection[str]) -> NodeSetShape:
+    """The shape, short when a node it keeps a record for is not among ``names`` (every node record,
+    placeholders included)."""
+    return replace(shape, short=any(name not in names for name in shape.kept))
 
 
 def with_capacity(shape: NodeSetShape, nodes: Iterable[NodeState]) -> NodeSetShape:

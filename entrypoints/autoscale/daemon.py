@@ -21,6 +21,7 @@ from slurmpod.entrypoints.autoscale import act, decide, observe
 from slurmpod.entrypoints.cluster_spec import ClusterSpec, NodeSetSpec, demand_shape, load
 from slurmpod.errors import BadInput, SlurmpodError
 from slurmpod.kube.seam import Kube
+from slurmpod.nodestate import NodeState
 from slurmpod.slurm import Placeholder, SlurmClient
 from slurmpod.timing import Clock, SystemClock
 
@@ -29,8 +30,9 @@ log = logging.getLogger(__name__)
 SLURM_READ_TIMEOUT_S = 15.0
 DEFAULT_INTERVAL_S = 15.0
 
-# nodeset -> nodes the pending jobs it could serve ask for; raises TransientError when it cannot tell.
-Demand = Callable[[], Mapping[str, int]]
+# Every node record (placeholders too) -> nodeset -> nodes the pending jobs it could serve ask for;
+# raises TransientError when it cannot tell.
+Demand = Callable[[Sequence[NodeState]], Mapping[str, int]]
 
 
 def managed(spec: ClusterSpec) -> tuple[NodeSetSpec, ...]:
@@ -42,7 +44,7 @@ def observe_once(kube: Kube, slurm: SlurmClient, namespace: str, nodesets: Seque
                  demand: Demand, now: float) -> observe.Snapshot:
     """The pass's whole input; raises the first read that failed."""
     nodes = slurm.nodes(future=True, timeout=SLURM_READ_TIMEOUT_S)  # the placeholders too
-    wanted = demand()
+    wanted = demand(nodes)
     views = []
     for ns in nodesets:
         what = f"StatefulSet {namespace}/{ns.stateful_set}"
@@ -120,9 +122,10 @@ def _demand_source(spec: ClusterSpec, client: SlurmClient) -> Demand:
 
     shapes = [demand_shape(spec, ns) for ns in managed(spec)]
 
-    def read() -> dict[str, int]:
+    def read(nodes: Sequence[NodeState]) -> dict[str, int]:
         jobs = client.pending_jobs(timeout=SLURM_READ_TIMEOUT_S)
-        return {shape.name: demand.demand_nodes(jobs, shape) for shape in shapes}
+        names = {n.name for n in nodes}
+        return {shape.name: demand.demand_nodes(jobs, demand.with_records(shape, names)) for shape in shapes}
 
     return read
 

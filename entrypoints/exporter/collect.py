@@ -476,9 +476,10 @@ def nodeset_families(nodesets: Sequence[NodeSetShape], nodes: Sequence[Node],
                             "Nodes the pending jobs this NodeSet could serve ask for.", labels=["nodeset"])
     states = GaugeMetricFamily("slurmpod_nodeset_nodes", "The NodeSet's Slurm nodes by state.",
                                labels=["nodeset", "state"])
+    names = {n.state.name for n in nodes}
     for shape in nodesets:
         mine = [n for n in nodes if shape.feature in n.state.features]
-        sized = demand.with_capacity(shape, (n.state for n in mine))
+        sized = demand.with_capacity(demand.with_records(shape, names), (n.state for n in mine))
         dem.add_metric([shape.name], demand.demand_nodes(pending, sized))
         counts = Counter(nodeset_state(n) for n in mine)
         for state in NODESET_STATES:

@@ -73,6 +73,7 @@ def test_pending_fields() -> None:
         ({"reason": "PartitionDown"}, 0),
         ({"reason": "PartitionInactive"}, 0),
         ({"reason": "PartitionTimeLimit"}, 0),
+        ({"reason": "PartitionConfig"}, 0),  # GPU keeps every record it should: a partition that refuses the job
         ({"reason": "AssocMaxJobsLimit"}, 0),
         ({"reason": "AssocGrpNodeLimit"}, 0),
         ({"reason": "AssociationJobLimit"}, 0),
@@ -104,7 +105,8 @@ def test_pending_fields() -> None:
          "node-down-no-nodelist", "sched-defer", "unknown-reason", "held", "held-user", "held-admin",
          "dependency", "dependency-never", "begin-time", "named-node-not-avail", "named-node-down",
          "named-node-busy", "named-nodes-all-it-asks", "named-one-of-three", "partition-down",
-         "partition-inactive", "partition-time-limit", "assoc-max-jobs", "assoc-grp-node", "association-job-limit",
+         "partition-inactive", "partition-time-limit", "partition-config-nothing-short",
+         "assoc-max-jobs", "assoc-grp-node", "association-job-limit",
          "qos-max-jobs-per-user", "qos-grp-gres", "licenses", "reservation", "bad-constraints", "array-throttled",
          "described-resources", "described-req-node-not-avail", "described-named-node", "described-qos",
          "described-limit", "described-reservation", "described-requeue-hold", "described-newer",
@@ -241,6 +243,41 @@ def test_each_nodeset_counts_the_jobs_it_fits_and_a_job_fitting_two_counts_twice
     assert demand.demand_nodes(jobs, GPU) == 2 + 4 + 1
     assert demand.demand_nodes(jobs, cpu) == 3 + 4 + 1
     assert demand.demand_nodes((), GPU) == 0
+
+
+BURST = NodeSetShape("burst", "burst", ("burst",), cpus=1, gpus=0, kept=("w-burst-0", "w-burst-1"))
+
+
+def test_a_nodeset_is_short_while_a_record_it_keeps_is_missing() -> None:
+    assert demand.with_records(BURST, {"w-burst-0", "w-burst-1", "w-0"}).short is False  # pods or placeholders
+    assert demand.with_records(BURST, {"w-burst-0"}).short is True  # w-burst-1's placeholder deleted for its pod
+    assert demand.with_records(BURST, set()).short is True
+    assert demand.with_records(GPU, set()).short is False  # keeps no record: never short
+
+
+@pytest.mark.parametrize(
+    ("over", "records", "nodes"),
+    [
+        # The take-over: placeholders deleted, pods not registered: the partition is smaller than the nodeset.
+        ({"reason": "PartitionConfig", "partitions": ("burst",)}, set(), 1),
+        ({"reason": "PartitionConfig", "partitions": ("burst",)}, {"w-burst-1"}, 1),
+        # Every record there: the partition itself refuses the job.
+        ({"reason": "PartitionConfig", "partitions": ("burst",)}, {"w-burst-0", "w-burst-1"}, 0),
+        # Held, or another partition's job, or too big for one node: never.
+        ({"reason": "PartitionConfig", "partitions": ("burst",), "priority": 0}, set(), 0),
+        ({"reason": "PartitionConfig", "partitions": ("main",)}, set(), 0),
+        ({"reason": "PartitionConfig", "partitions": ("burst",), "cpus_per_node": 2}, set(), 0),
+        # An array line whose other reason counts anyway; one whose other reason never does.
+        ({"reason": "PartitionConfig,Resources", "partitions": ("burst",), "array_tasks": "0-1"},
+         {"w-burst-0", "w-burst-1"}, 2),
+        ({"reason": "PartitionConfig,JobHeldUser", "partitions": ("burst",), "array_tasks": "0-1"}, set(), 2),
+    ],
+    ids=["short-none-registered", "short-one-missing", "not-short", "held", "other-partition", "too-big",
+         "array-other-reason-counts", "array-short"],
+)
+def test_partition_config_counts_only_for_a_short_nodeset(over: dict[str, Any], records: set[str],
+                                                          nodes: int) -> None:
+    assert _demand(demand.with_records(BURST, records), **over) == nodes
 
 
 def test_with_capacity_takes_the_registered_nodes_of_the_nodeset() -> None:

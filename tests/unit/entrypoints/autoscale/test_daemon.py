@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,9 +18,12 @@ from fakes.kube import FakeKube
 from fakes.slurm_client import FakeClock, FakeSlurm
 
 from slurmpod import reasons
+from slurmpod.demand import PendingJob
+from slurmpod.entrypoints import cluster_spec
 from slurmpod.entrypoints.autoscale import act, daemon, decide
 from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeSetSpec, NodeShape
 from slurmpod.errors import PermanentError, SlurmpodError, TransientError
+from slurmpod.nodestate import NodeState
 
 NS = "slurm"
 STS = "slurm-worker-gpu"
@@ -42,7 +45,8 @@ class World:
         self.demand_error: SlurmpodError | None = None
         self.scaler = daemon.Autoscaler(self.kube, self.slurm, NS, [spec], demand=self.demand)
 
-    def demand(self) -> Mapping[str, int]:
+    def demand(self, nodes: Sequence[NodeState]) -> Mapping[str, int]:
+        del nodes
         if self.demand_error is not None:
             raise self.demand_error
         return dict(self.wanted)
@@ -275,7 +279,7 @@ def test_the_counters_file_is_what_the_exporter_reads(tmp_path: Path) -> None:
     kube.add_statefulset(STS, 0, namespace=NS)
     other = NodeSetSpec("cpu", "cpu", "slurm-worker-cpu", AutoscalingSpec(enabled=True))
     kube.add_statefulset("slurm-worker-cpu", 0, namespace=NS)
-    daemon.run(kube, slurm, NS, [SPEC, other], demand=lambda: {"gpu": 1, "cpu": 0}, counters_file=path,
+    daemon.run(kube, slurm, NS, [SPEC, other], demand=lambda nodes: {"gpu": 1, "cpu": 0}, counters_file=path,
                clock=clock, passes=1)
     assert json.loads(path.read_text()) == {"decisions": {
         "cpu": {"drain": 0, "scale_in": 0, "scale_out": 0, "undrain": 0},
@@ -283,7 +287,7 @@ def test_the_counters_file_is_what_the_exporter_reads(tmp_path: Path) -> None:
     assert [p.name for p in path.parent.iterdir()] == ["counters.json"]  # replaced atomically, no leftovers
     # a restarted daemon counts on from the file
     slurm.add_node(f"{STS}-0")
-    daemon.run(kube, slurm, NS, [SPEC, other], demand=lambda: {"gpu": 2, "cpu": 0}, counters_file=path,
+    daemon.run(kube, slurm, NS, [SPEC, other], demand=lambda nodes: {"gpu": 2, "cpu": 0}, counters_file=path,
                clock=clock, passes=1)
     assert json.loads(path.read_text())["decisions"]["gpu"]["scale_out"] == 2
 
@@ -303,7 +307,7 @@ def test_run_sleeps_out_the_interval(tmp_path: Path) -> None:
     clock = FakeClock()
     kube = FakeKube()
     kube.add_statefulset(STS, 0, namespace=NS)
-    daemon.run(kube, FakeSlurm(), NS, [SPEC], demand=lambda: {"gpu": 0}, counters_file=tmp_path / "c.json",
+    daemon.run(kube, FakeSlurm(), NS, [SPEC], demand=lambda nodes: {"gpu": 0}, counters_file=tmp_path / "c.json",
                interval_s=15.0, clock=clock, passes=3)
     assert clock.slept == [15.0, 15.0]
     assert len(kube.called("get_scale")) == 3
@@ -351,3 +355,25 @@ def test_placeholders_come_back_once_the_removed_pods_records_are_gone() -> None
     w.slurm.delete_node(name(0))  # preStop (or the node-reaper) deletes it
     w.run(15)
     assert w.slurm.nodes_by_name[name(0)].base == "FUTURE"
+
+
+def test_the_demand_counts_a_job_its_partition_refuses_while_the_nodeset_takes_its_placeholders_over() -> None:
+    """A pass hands the demand every node record it read: a job with PartitionConfig counts while one of the
+    nodeset's ordinals has no record (its placeholder deleted, its pod not registered yet), and not after."""
+    spec = cluster_spec.parse({
+        "nodesets": [{"name": "gpu", "statefulSet": STS, "shape": {"cpu": "4", "memory": "8Gi"},
+                      "autoscaling": {"enabled": True, "maxReplicas": 2}}],
+        "partitions": [{"name": "main", "nodesets": ["gpu"]}]})
+    slurm = FakeSlurm()
+    slurm.pending = [PendingJob(7, ("main",), "", nodes=1, gpus_per_node=0, cpus_per_node=1, needs_records=True)]
+    read = daemon._demand_source(spec, slurm)
+    assert read([NodeState(name(0), "IDLE")]) == {"gpu": 1}
+    assert read([NodeState(name(0), "IDLE"), NodeState(name(1), "FUTURE")]) == {"gpu": 0}
+    # observe_once passes what it read, placeholders included
+    slurm.add_node(name(0), "FUTURE")
+    kube = FakeKube()
+    kube.add_statefulset(STS, 0, namespace=NS)
+    seen: list[tuple[str, ...]] = []
+    daemon.observe_once(kube, slurm, NS, spec.nodesets, now=0.0,
+                        demand=lambda nodes: seen.append(tuple(n.name for n in nodes)) or {"gpu": 0})
+    assert seen == [(name(0),)]

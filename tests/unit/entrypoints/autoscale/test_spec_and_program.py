@@ -108,3 +108,15 @@ def test_the_controller_supervises_autoscale_only_for_slurmpod_mode(tmp_path: Pa
     assert ("autoscale" in progs) is supervised
     if supervised:
         assert "daemon autoscale" in progs["autoscale"].script
+
+
+@pytest.mark.parametrize(("autoscaling", "shape", "kept"), [
+    ({"enabled": True, "maxReplicas": 2}, {"cpu": "4", "memory": "8Gi"}, ("slurm-worker-gpu-0", "slurm-worker-gpu-1")),
+    ({"enabled": True, "maxReplicas": 2}, {}, ()),  # shape unknown: no placeholder, no record kept
+    ({"enabled": True, "mode": "keda", "maxReplicas": 2}, {"cpu": "4", "memory": "8Gi"}, ()),
+    ({"enabled": False}, {"cpu": "4", "memory": "8Gi"}, ()),
+], ids=["slurmpod-shaped", "slurmpod-unshaped", "keda", "off"])
+def test_the_demand_shape_names_the_records_the_autoscaler_keeps(autoscaling: dict[str, Any], shape: dict[str, Any],
+                                                                 kept: tuple[str, ...]) -> None:
+    spec = _spec({"statefulSet": "slurm-worker-gpu", "autoscaling": autoscaling, "shape": shape})
+    assert cluster_spec.demand_shape(spec, spec.nodesets[0]).kept == kept

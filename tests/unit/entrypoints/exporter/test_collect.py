@@ -355,6 +355,22 @@ def test_autoscale_decisions_from_the_counters_file() -> None:
     assert collect.autoscale_families(None) == []
 
 
+def test_a_nodeset_taking_over_its_placeholders_counts_the_jobs_its_partition_refuses_meanwhile() -> None:
+    """The autoscaler deleted burst-1's placeholder to start its pod: until the pod registers, partition burst is
+    one node short and slurmctld gives the waiting job PartitionConfig. It counts then, not once every record
+    burst keeps is back (then the partition itself refuses it)."""
+    shape = NodeSetShape("burst", "burst", ("burst",), cpus=0, gpus=0, kept=("burst-0", "burst-1"))
+    waiting = slurmdocs.listing([job(1, partition="burst", reason="PartitionConfig")])
+    burst = {"partitions": ("burst",), "features": ("burst",)}
+    taking_over = [node("burst-0", ["FUTURE", "DYNAMIC_FUTURE"], **burst)]
+    every_record = [*taking_over, node("burst-1", ["IDLE", "DYNAMIC_NORM"], **burst)]
+    for nodes, want in ((taking_over, 1), (every_record, 0)):
+        docs = slurmdocs.reports(nodes, [partition("burst", nodes=len(nodes), cpus=len(nodes))])
+        snap = collect.Snapshot(docs[Report.NODES], waiting, docs[Report.PARTITIONS], docs[Report.DIAG])
+        assert _v(_values(collect.slurm_families(snap, (shape,))), "slurmpod_nodeset_demand_nodes",
+                  nodeset="burst") == want
+
+
 def test_a_large_cluster_counts_every_job_and_node() -> None:
     """1,000 nodes and 10,000 jobs (slurmdocs.synthetic): the counts add up at scale."""
     docs, jobs = slurmdocs.synthetic(1000, 10_000)
