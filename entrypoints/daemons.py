@@ -8,7 +8,9 @@ reconcile-node (worker): once this pod's slurmd has registered,
     preStop hook, then recreated with other limits or features: slurmctld keeps a re-registering
     dynamic node's old record), delete the record and restart slurmd so it registers afresh; a reason
     someone else set is re-applied byte for byte;
-  - lift the `slurmpod: pod terminating` drain its predecessor set; every other reason stays.
+  - lift the `slurmpod: pod terminating` drain its predecessor set; every other reason stays;
+  - otherwise have slurmctld schedule at once (SlurmClient.ask_to_schedule): a dynamic node's
+    registration does not, and the jobs waiting for this node would wait for the next backfill pass.
 It waits for the controller as long as it takes (a controller down for minutes is normal during an
 upgrade), and supervisord restarts it if it fails.
 """
@@ -23,7 +25,7 @@ from typing import TypeVar
 from slurmpod import confvalues, podinfo, reasons
 from slurmpod import well_known as wk
 from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
-from slurmpod.errors import BadInput, TransientError
+from slurmpod.errors import BadInput, SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, SlurmClient, SlurmRefused
 from slurmpod.timing import Clock, SystemClock
@@ -168,7 +170,20 @@ class Reconciler:
                                                                    timeout=STEP_TIMEOUT))
             self._patiently("resume", lambda: self.client.resume(self.node, timeout=STEP_TIMEOUT))
             log.info("cleared stale drain", extra={"ctx": {"node": self.node, "reason": state.reason}})
+            return 0  # the RESUME has slurmctld schedule
+        self._ask_to_schedule(state)
         return 0
+
+    def _ask_to_schedule(self, state: NodeState) -> None:
+        """The jobs waiting for this node start now, not at the next backfill pass (SlurmClient.ask_to_schedule).
+        One try: a failure only leaves them to that pass."""
+        try:
+            self.client.ask_to_schedule(state, timeout=STEP_TIMEOUT)
+        except SlurmpodError as exc:  # BadInput too: a feature name scontrol would not take
+            log.warning("could not ask slurmctld to schedule; jobs wait for its next pass", extra={"ctx": {
+                "node": self.node, "err": str(exc)[:200]}})
+            return
+        log.info("asked slurmctld to schedule", extra={"ctx": {"node": self.node}})
 
     def _reregister(self, stale: list[str]) -> NodeState:
         log.info("re-registering: slurmctld kept an old definition",

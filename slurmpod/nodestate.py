@@ -44,6 +44,7 @@ class NodeState:
     specialized_cores: int = 0  # CoreSpecCount
     specialized_memory: int = 0  # MemSpecLimit, MiB
     features: tuple[str, ...] = ()
+    active_features: tuple[str, ...] = ()
     gres: str = ""
     # The node's Extra data: the JSON text `slurmd --extra` registered (or `scontrol update extra=`).
     # Ref: https://slurm.schedmd.com/extra_constraints.html#SECTION_NODE-EXTRA-DATA
@@ -126,9 +127,7 @@ def load_json(text: str, what: str) -> dict[str, Any]:
 
 def from_json(node: dict[str, Any]) -> NodeState:
     base, flags = split_state(node.get("state", "UNKNOWN"))
-    features = node.get("features", []) or []
-    if isinstance(features, str):  # older data_parsers print a comma-separated string
-        features = [f for f in features.split(",") if f]
+    features, active = (_names(node.get(key)) for key in ("features", "active_features"))
     return NodeState(
         name=str(node.get("name", "")),
         base=base,
@@ -140,11 +139,19 @@ def from_json(node: dict[str, Any]) -> NodeState:
         real_memory=number(node.get("real_memory", 0)),
         specialized_cores=number(node.get("specialized_cores", 0)),
         specialized_memory=number(node.get("specialized_memory", 0)),
-        features=tuple(str(f) for f in features),
+        features=features,
+        active_features=active,
         gres=str(node.get("gres", "") or ""),
         extra=str(node.get("extra", "") or ""),
         topology=str(node.get("topology", "") or ""),
     )
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A feature list: JSON's list, or the comma-separated string older data_parsers print."""
+    if isinstance(value, str):
+        return tuple(f for f in value.split(",") if f)
+    return tuple(str(f) for f in value or [])
 
 
 def parse_nodes(text: str) -> tuple[NodeState, ...]:

@@ -138,6 +138,8 @@ class SlurmClient(Protocol):
 
     def resume(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
 
+    def ask_to_schedule(self, node: NodeState, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
+
     def requeue(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
 
     def start_now(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> None: ...
@@ -265,6 +267,20 @@ class CliSlurmClient:
     def resume(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         confvalues.node_name("node", name)
         self._ok(["scontrol", "update", f"NodeName={name}", "State=RESUME"], timeout)
+
+    def ask_to_schedule(self, node: NodeState, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Have slurmctld run its scheduler now, by an update of ``node`` that changes nothing: it sets the
+        node's active features to the ones it has. slurmctld queues a scheduling pass after every node
+        update (_slurm_rpc_update_node in src/slurmctld/proc_req.c), but not when a dynamic node registers:
+        create_dynamic_reg_node() makes the node idle before validate_node_specs() looks, so the node is not
+        "newly up". Without this, jobs wait for the new node until the next backfill pass (bf_interval,
+        30 s by default) or the periodic one (sched_interval, 60 s).
+        Ref: https://slurm.schedmd.com/scontrol.html#OPT_ActiveFeatures_1"""
+        confvalues.node_name("node", node.name)
+        for f in node.active_features:
+            confvalues.feature("active feature", f)
+        self._ok(["scontrol", "update", f"NodeName={node.name}", f"ActiveFeatures={','.join(node.active_features)}"],
+                 timeout)
 
     def requeue(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         # Ref: https://slurm.schedmd.com/scontrol.html#OPT_requeue (batch jobs only)

@@ -158,6 +158,9 @@ class FakeSlurm:
             raise SlurmRefused("scontrol update exited 1: slurm_update error: Invalid node state specified")
         self._set(name, flags=node.flags - {"DRAIN", "DRAINED", "DRAINING"}, reason="")
 
+    def ask_to_schedule(self, node: NodeState, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._enter("ask_to_schedule", timeout, node.name)
+
     def requeue(self, job_id: int, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._enter("requeue", timeout, job_id)
         job = self.jobs.get(job_id)

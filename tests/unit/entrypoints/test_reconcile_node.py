@@ -60,6 +60,17 @@ def test_only_the_lifecycle_drain_is_lifted(base: str, flags: tuple[str, ...], r
     assert after.drained is (not lifted and "DRAIN" in flags)
     assert sup.actions == []  # a matching record is never re-registered
     assert not slurm.called("delete_node")
+    # Once the node is as it should be, slurmctld schedules: by the RESUME, or else by an update that changes
+    # nothing (a dynamic node's registration alone does not schedule).
+    assert slurm.called("ask_to_schedule") == ([] if lifted else [(NODE,)])
+
+
+def test_a_failed_request_to_schedule_is_logged_and_never_fails_the_step(caplog: pytest.LogCaptureFixture) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, "IDLE", ("DYNAMIC_NORM",), "", **SHAPE)
+    slurm.fail["ask_to_schedule"] = SlurmRefused("scontrol update exited 1: Invalid feature specification")
+    assert Reconciler(slurm, FakeSupervisor(), NODE, slurm.clock).run(CONF) == 0
+    assert "could not ask slurmctld to schedule" in caplog.text
 
 
 def test_waits_however_long_the_controller_is_down() -> None:

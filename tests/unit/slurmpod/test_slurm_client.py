@@ -16,6 +16,7 @@ from fakes.slurm_client import ADMIN_REASON_300
 from slurmpod import joblist
 from slurmpod.commands import Result
 from slurmpod.errors import BadInput, PermanentError, TransientError
+from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, Placeholder, Report, SlurmRefused, reason_arg
 
 NODE_DOC = json.dumps({"nodes": [{"name": "w-0", "state": ["IDLE", "DRAIN", "DYNAMIC_NORM"],
@@ -160,6 +161,10 @@ def test_runner_errors_pass_through(exc: Exception) -> None:
         (lambda c: c.drain("w-0", ADMIN_REASON_300),
          ("scontrol", "update", "NodeName=w-0", "State=DRAIN", f'Reason="{ADMIN_REASON_300}"')),
         (lambda c: c.resume("w-0"), ("scontrol", "update", "NodeName=w-0", "State=RESUME")),
+        (lambda c: c.ask_to_schedule(NodeState("w-0", "IDLE", features=("a", "b", "c"), active_features=("a", "b"))),
+         ("scontrol", "update", "NodeName=w-0", "ActiveFeatures=a,b")),
+        (lambda c: c.ask_to_schedule(NodeState("w-0", "IDLE")),
+         ("scontrol", "update", "NodeName=w-0", "ActiveFeatures=")),
         (lambda c: c.requeue(7), ("scontrol", "requeue", "7")),
         (lambda c: c.start_now([7, 8]), ("scontrol", "update", "JobId=7,8", "StartTime=now")),
         (lambda c: c.delete_node("w-0"), ("scontrol", "delete", "NodeName=w-0")),
@@ -177,7 +182,8 @@ def test_runner_errors_pass_through(exc: Exception) -> None:
         (lambda c: c.job_list(pending=True), ("squeue", "--states=PENDING", *joblist.ARGV[1:])),
         (lambda c: c.pending_jobs(), ("squeue", "--states=PENDING", *joblist.ARGV[1:])),
     ],
-    ids=["drain", "resume", "requeue", "start-now", "delete", "placeholder", "placeholder-bare", "nodes-future",
+    ids=["drain", "resume", "ask-to-schedule", "ask-to-schedule-no-features",
+         "requeue", "start-now", "delete", "placeholder", "placeholder-bare", "nodes-future",
          "node-future", "report-nodes", "report-partitions", "report-diag", "job-list", "job-list-pending",
          "pending-jobs"],
 )
@@ -230,6 +236,14 @@ def test_bad_node_name_never_reaches_scontrol(name: str) -> None:
     runner = FakeRunner()
     with pytest.raises(BadInput):
         CliSlurmClient(runner).drain(name, "admin: x")
+    assert runner.calls == []
+
+
+@pytest.mark.parametrize("feature", ["a b", "a,b", "x State=DOWN", ""], ids=["space", "comma", "key", "empty"])
+def test_an_active_feature_scontrol_would_read_as_more_never_reaches_it(feature: str) -> None:
+    runner = FakeRunner()
+    with pytest.raises(BadInput):
+        CliSlurmClient(runner).ask_to_schedule(NodeState("w-0", "IDLE", active_features=("ok", feature)))
     assert runner.calls == []
 
 

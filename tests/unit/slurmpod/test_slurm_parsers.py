@@ -153,6 +153,7 @@ def test_parse_nodes_fields() -> None:
         specialized_cores=1,
         specialized_memory=12052,
         features=("workers",),
+        active_features=("workers",),
     )
     assert w0.dynamic
     assert nodes[1].reason == "slurmpod: pod terminating"
