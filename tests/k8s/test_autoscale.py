@@ -36,7 +36,9 @@ POD_START_S = 90  # pod scheduled, image present, slurmd registered and IDLE on 
 # most an interval, plus MIN_GAP_S after one that overran, later and ends within its interval) and a scrape.
 METRIC_S = 2 * METRICS_POLL_S + exporter_poll.MIN_GAP_S + SCRAPE_INTERVAL_S + 5
 EXPORTER_UP = f'max(slurmpod_exporter_up{{namespace="{NAMESPACE}"}})'
-JOB_S = 10  # each job's own run time
+# Each job's own run time: longer than the exporter's poll with a scrape, so the two running jobs and the
+# third one waiting (Resources) keep the query at 3 for at least a poll, whenever the scale-out happens.
+JOB_S = 20
 
 
 def _replicas(kube: Kube) -> int:
@@ -144,7 +146,11 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
     _at_rest(kube)
     prometheus.wait_value("nothing wanted", query, 0, METRIC_S)
 
-    # Three jobs for burst: accepted though it has no pod (the placeholders), and they wait.
+    # Three jobs for burst: accepted though it has no pod (the placeholders), and they wait. The query reads 3
+    # from here until the first job ends: demand 3 while they wait, during the take-over too (a placeholder
+    # deleted for its pod leaves the partition short, and slurmctld says PartitionConfig, which counts then);
+    # then 2 running and 1 waiting. Only between the last pod's registration and its reconcile-node's request
+    # to schedule (a few seconds, less than a poll) do idle nodes and PartitionConfig jobs read 0.
     jobs = [kube.submit(f"sleep {JOB_S}", "-p", BURST, "-N1", "-t", "5", "-o", "/dev/null") for _ in range(3)]
     try:
         seen = prometheus.wait_values("the jobs' demand through the ScaledObject's query, the exporter up",
