@@ -145,6 +145,12 @@ class NodeShape:
         return self.cpus > 0 and self.real_memory_mib > 0
 
 
+def pod_node_name(stateful_set: str, ordinal: int) -> str:
+    """The Slurm node of a nodeset's pod: the pod's name, `<stateful_set>-<ordinal>`.
+    Ref: https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#ordinal-index"""
+    return f"{stateful_set}-{ordinal}"
+
+
 @dataclass(frozen=True, slots=True)
 class NodeSetSpec:
     name: str
@@ -717,9 +723,9 @@ def demand_shape(spec: ClusterSpec, nodeset: NodeSetSpec) -> NodeSetShape:
     its pods' CPUs and GPUs (0 where the spec has no shape) and, for a nodeset slurmpod's autoscaler keeps
     placeholders for, every ordinal up to maxReplicas. The exporter's demand gauge and the autoscaler start
     from this same shape."""
-    scaled = nodeset.autoscaling
-    kept = tuple(f"{nodeset.stateful_set}-{i}" for i in range(scaled.max_replicas)) \
-        if scaled.by_slurmpod and nodeset.shape.known and nodeset.stateful_set else ()
+    kept: tuple[str, ...] = ()
+    if nodeset.autoscaling.by_slurmpod and nodeset.shape.known and nodeset.stateful_set:
+        kept = tuple(pod_node_name(nodeset.stateful_set, i) for i in range(nodeset.autoscaling.max_replicas))
     return NodeSetShape(nodeset.name, nodeset.feature,
                         tuple(p.name for p in spec.partitions if nodeset.name in p.nodesets),
                         nodeset.shape.cpus, nodeset.shape.gpus, kept)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeShape
+from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeShape, pod_node_name
 from slurmpod.errors import TransientError
 from slurmpod.nodestate import NodeState
 
@@ -46,7 +46,7 @@ class NodeSetView:
         return self.scale.replicas
 
     def node_name(self, ordinal: int) -> str:
-        return f"{self.stateful_set}-{ordinal}"
+        return pod_node_name(self.stateful_set, ordinal)
 
 
 @dataclass(frozen=True, slots=True)
