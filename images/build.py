@@ -33,6 +33,7 @@ from .flavors import (
     BASE,
     DEFAULT_FLAVOR,
     HOOK_BUILD_PACKAGES,
+    HWLOC_UNUSED_PLUGINS,
     MPI_BUILD_PACKAGES,
     MPI_STUBS,
     PLUGIN_BUILD_PACKAGES,
@@ -174,6 +175,7 @@ def build_args(settings: BuildSettings, name: str, rootfs_ref: str) -> dict[str,
     if flavor.mpi_packages(name):
         args["MPI_PACKAGES"] = " ".join(flavor.mpi_packages(name))
         args["MPI_STUBS"] = " ".join(MPI_STUBS)
+        args["HWLOC_UNUSED_PLUGINS"] = " ".join(HWLOC_UNUSED_PLUGINS)
         args["MPI_BUILD_PACKAGES"] = " ".join(MPI_BUILD_PACKAGES)
     if name == "controller":
         args["BUILD_PACKAGES"] = " ".join(PLUGIN_BUILD_PACKAGES)

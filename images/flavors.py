@@ -62,6 +62,14 @@ MPI_PACKAGES: tuple[str, ...] = ("libopenmpi40", "openmpi-bin")
 # libucx0 depends on these ROCm runtimes (~210 MB with LLVM) for a transport module it dlopen()s only on AMD
 # GPUs; the images provide the names with an empty local package instead (worker.Dockerfile).
 MPI_STUBS: tuple[str, ...] = ("libamdhip64-5", "libhsa-runtime64-1")
+# hwloc plugins (libhwloc-plugins, which libopenmpi40 and libpmix2t64 depend on) that every MPI rank, and
+# the PMIx server slurmstepd starts for each `--mpi=pmix` step, would dlopen() with all they link, whether
+# or not discovery uses them: OpenCL devices (libOpenCL), X displays through NV-CONTROL (libX11 and four
+# more) and Intel oneAPI Level Zero (libze_loader, which loads four more, and libstdc++). None places a
+# CPU, NIC or GPU for OpenMPI or PMIx: that is the pci plugin's, which stays, with xml_libxml. The images
+# divert them to .../hwloc-unused, which HWLOC_PLUGINS_PATH can name (docs/mpi-and-ports.md).
+# Ref: https://www.open-mpi.org/projects/hwloc/doc/ (Environment Variables: HWLOC_PLUGINS_PATH; Components and plugins)
+HWLOC_UNUSED_PLUGINS: tuple[str, ...] = ("opencl", "gl", "levelzero")
 # What the worker build installs to compile slurmpod-mpi-hello and removes in the same layer.
 MPI_BUILD_PACKAGES: tuple[str, ...] = ("gcc", "libc6-dev", "libopenmpi-dev")
 # What the worker build installs to compile its hook client (images/files/slurmpod_hook.c) and its SPANK

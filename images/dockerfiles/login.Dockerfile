@@ -19,6 +19,7 @@ RUN apt-get update; \
 # OpenMPI where the flavor's Slurm has mpi/pmix: the same layer as worker.Dockerfile (see there).
 ARG MPI_PACKAGES=
 ARG MPI_STUBS=
+ARG HWLOC_UNUSED_PLUGINS=
 ARG MPI_BUILD_PACKAGES=
 COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf psm2_absent.c psm2_absent.map /tmp/slurmpod-mpi/
 RUN sh /tmp/slurmpod-mpi/install-mpi.sh

@@ -35,6 +35,7 @@ RUN url=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/nul
 # Ref: deb-control(5), Provides with a version; https://docs.open-mpi.org/en/v5.0.x/launching-apps/slurm.html
 ARG MPI_PACKAGES=
 ARG MPI_STUBS=
+ARG HWLOC_UNUSED_PLUGINS=
 ARG MPI_BUILD_PACKAGES=
 COPY install-mpi.sh mpi_hello.c openmpi-mca-params.conf psm2_absent.c psm2_absent.map /tmp/slurmpod-mpi/
 RUN sh /tmp/slurmpod-mpi/install-mpi.sh

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The OpenMPI layer of the worker and login images, run by both Dockerfiles with their build args in the
-# environment: MPI_PACKAGES (empty: nothing to install), MPI_STUBS, MPI_BUILD_PACKAGES (they compile
+# environment: MPI_PACKAGES (empty: nothing to install), MPI_STUBS, HWLOC_UNUSED_PLUGINS (diverted out of
+# hwloc's plugin directory), MPI_BUILD_PACKAGES (they compile
 # slurmpod-mpi-hello and the libpsm2 stand-in, then exactly what they brought is purged). Why each step:
 # the comment above the RUN in worker.Dockerfile.
 set -eu
@@ -17,6 +18,12 @@ printf '%s\n' 'Package: slurmpod-no-rocm' 'Version: 1' 'Architecture: all' 'Main
 dpkg-deb --build "$stub" /tmp/slurmpod-mpi/slurmpod-no-rocm.deb >/dev/null
 apt-get install -y --no-install-recommends /tmp/slurmpod-mpi/slurmpod-no-rocm.deb $MPI_PACKAGES
 install -D -m 0644 /tmp/slurmpod-mpi/openmpi-mca-params.conf /etc/openmpi/openmpi-mca-params.conf
+for plugin in $HWLOC_UNUSED_PLUGINS; do
+    so=$(dpkg -L libhwloc-plugins | grep "/hwloc/hwloc_$plugin\.so$")
+    aside="${so%/hwloc/*}/hwloc-unused"
+    mkdir -p "$aside"
+    dpkg-divert --quiet --package slurmpod --rename --divert "$aside/hwloc_$plugin.so" --add "$so"
+done
 dpkg-query -W -f '${Package}\n' | sort > /tmp/slurmpod-mpi/before
 apt-get install -y --no-install-recommends $MPI_BUILD_PACKAGES
 mpicc -O2 -o /usr/local/bin/slurmpod-mpi-hello /tmp/slurmpod-mpi/mpi_hello.c

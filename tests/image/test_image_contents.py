@@ -23,6 +23,7 @@ from slurmpod_host.images import flavors
 from slurmpod_host.images.engine import ImageInfo
 from slurmpod_host.images.flavors import (
     HOOK_BUILD_PACKAGES,
+    HWLOC_UNUSED_PLUGINS,
     MPI_BUILD_PACKAGES,
     MPI_PACKAGES,
     MPI_STUBS,
@@ -335,6 +336,38 @@ def test_openmpi_matches_slurms_mpi_pmix(name: str, hosts: dict[str, Any], flavo
         assert host.package("libpsm2-2").is_installed
         hello = host.run("/usr/local/bin/slurmpod-mpi-hello")
         assert hello.rc == 0 and "rank=0 size=1" in hello.stdout, (hello.rc, hello.stdout, hello.stderr)
+
+
+HWLOC_PLUGINS = "/usr/lib/x86_64-linux-gnu/hwloc"
+HWLOC_UNUSED = "/usr/lib/x86_64-linux-gnu/hwloc-unused"
+
+
+@pytest.mark.parametrize("name", ["worker", "login"])
+def test_mpi_ranks_load_hwlocs_pci_plugin_and_not_its_display_or_gpu_runtime_ones(
+        name: str, hosts: dict[str, Any], flavor: Flavor) -> None:
+    """An MPI rank loads hwloc's pci plugin, not the GL, OpenCL and Level Zero ones (and what they link);
+    HWLOC_PLUGINS_PATH brings those back, and the diversion is dpkg's, so an upgrade keeps them aside."""
+    host = hosts[name]
+    if not flavor.mpi_pmix:
+        assert not host.file(HWLOC_UNUSED).exists
+        return
+    diversions = host.check_output("dpkg-divert --list '*hwloc_*'")
+    for plugin in HWLOC_UNUSED_PLUGINS:
+        assert not host.file(f"{HWLOC_PLUGINS}/hwloc_{plugin}.so").exists, plugin
+        assert host.file(f"{HWLOC_UNUSED}/hwloc_{plugin}.so").exists, plugin
+        assert f"{HWLOC_PLUGINS}/hwloc_{plugin}.so to {HWLOC_UNUSED}/hwloc_{plugin}.so by slurmpod" in diversions
+    unused = ("hwloc_opencl.so", "libOpenCL.so.1", "hwloc_gl.so", "libX11.so.6", "hwloc_levelzero.so",
+              "libze_loader.so.1")
+    rank = host.run("LD_DEBUG=files /usr/local/bin/slurmpod-mpi-hello")
+    assert rank.rc == 0 and "rank=0 size=1" in rank.stdout, (rank.rc, rank.stdout, rank.stderr[-2000:])
+    assert "file=hwloc_pci.so " in rank.stderr.replace(f"{HWLOC_PLUGINS}/", "")
+    for lib in unused:
+        assert f"file={lib} " not in rank.stderr.replace(f"{HWLOC_PLUGINS}/", ""), lib
+    every = host.run(f"HWLOC_PLUGINS_PATH={HWLOC_PLUGINS}:{HWLOC_UNUSED} LD_DEBUG=files "
+                     "/usr/local/bin/slurmpod-mpi-hello")
+    assert every.rc == 0, every.stderr[-2000:]
+    for lib in ("libOpenCL.so.1", "libX11.so.6", "libze_loader.so.1"):
+        assert f"file={lib} " in every.stderr, lib
 
 
 # The worker's size budget: 300 MB with OpenMPI (24.11). 26.05's SSSD comes from sid and brings samba-libs

@@ -248,7 +248,8 @@ def test_openmpi_only_where_slurm_has_mpi_pmix(role: str) -> None:
     assert trixie["MPI_STUBS"].split() == list(flavors.MPI_STUBS)
     # both compile slurmpod-mpi-hello and the libpsm2 stand-in
     assert trixie["MPI_BUILD_PACKAGES"].split() == list(flavors.MPI_BUILD_PACKAGES)
-    assert not [k for k in forky if k.startswith("MPI_")]
+    assert trixie["HWLOC_UNUSED_PLUGINS"].split() == ["opencl", "gl", "levelzero"]
+    assert not [k for k in forky if k.startswith(("MPI_", "HWLOC_"))]
     for f in ("install-mpi.sh", "mpi_hello.c", "openmpi-mca-params.conf", "psm2_absent.c", "psm2_absent.map"):
         assert f in build.CONTEXT_FILES[role]
 
