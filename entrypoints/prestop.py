@@ -4,12 +4,14 @@
    with a reason) keeps that reason; otherwise drain it with `slurmpod: pod terminating`;
 2. requeue its batch jobs one by one so they run again elsewhere; a job that ended meanwhile or that
    Slurm will not requeue (an interactive step, --no-requeue) is reported, never fatal;
-3. wait (bounded) for the jobs to leave; make the requeued ones eligible at once (slurmctld gives a
-   requeued job a begin time ahead, by the hold docs/requeue.md describes); stop slurmd so kubelet's
-   SIGTERM finds it gone;
+3. wait (bounded) for the jobs to leave; stop slurmd so kubelet's SIGTERM finds it gone;
 4. delete the dynamic node once it is empty and drained by us, so the pod that replaces it registers
    its own definition (slurmctld keeps an existing dynamic node's record when a slurmd of the same name
-   registers again). A node held by someone else is kept, with its reason, for the next pod.
+   registers again). A node held by someone else is kept, with its reason, for the next pod;
+5. make the requeued jobs eligible at once: slurmctld gives a requeued job a begin time ahead (the hold
+   docs/requeue.md describes) when it requeues it, which for a job of several nodes is only once every
+   one of them is done with it (until then squeue shows it COMPLETING). So preStop waits (bounded) for
+   that, and a release before it would be overwritten.
 Each step is retried until the deadline. "The controller did not answer" is never read as "no node
 record": without an answer preStop drains nothing, overwrites no reason and deletes nothing.
 Ref: https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/
@@ -39,6 +41,11 @@ POLL_SECONDS = 0.2
 RESERVE_SECONDS = 3.0
 # The longest one scontrol/squeue call may take.
 STEP_TIMEOUT = 10.0
+# squeue's state of a job whose requeue slurmctld has not finished: COMPLETING (its first flag) until every
+# node of the job is done with it, then PENDING. Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
+REQUEUE_UNDER_WAY = frozenset({"COMPLETING", "REQUEUED"})
+# Of the grace period, what the wait for those requeues leaves for the release itself.
+RELEASE_RESERVE_SECONDS = 2.0
 
 
 @dataclass
@@ -53,6 +60,7 @@ class Report:
     requeued: list[int] = field(default_factory=list)
     not_requeued: dict[int, str] = field(default_factory=dict)
     emptied: bool = False
+    requeues_done: bool = False  # slurmctld finished every requeue before the release
     released: bool = False
     slurmd_stopped: bool = False
     deleted: bool = False
@@ -100,6 +108,7 @@ def run(client: SlurmClient, supervisor: Supervisor, node: str, grace: float, *,
                 pass
             except PermanentError as exc:  # e.g. a job still completing: the next pod clears our drain
                 report.errors.append(f"node not deleted: {exc}")
+    _release(client, deadline, report)
     _log(report)
     return report
 
@@ -141,13 +150,37 @@ def _leave_slurm(client: SlurmClient, node: str, deadline: Deadline, report: Rep
         except TransientError:
             pass
         deadline.sleep(POLL_SECONDS)
-    if report.emptied and report.requeued:
+
+
+def _requeues_done(client: SlurmClient, job_ids: frozenset[int], timeout: float) -> bool:
+    listing = client.job_list(timeout=timeout)
+    return not any(r.job_id in job_ids and r.state in REQUEUE_UNDER_WAY for r in listing.records)
+
+
+def _release(client: SlurmClient, deadline: Deadline, report: Report) -> None:
+    """Make the jobs preStop requeued eligible now, once slurmctld has requeued them all (or at the
+    deadline, less RELEASE_RESERVE_SECONDS: a job that is still completing then waits out its hold)."""
+    if not (report.emptied and report.requeued):
+        return
+    job_ids = frozenset(report.requeued)
+    while deadline.left() > RELEASE_RESERVE_SECONDS:
         try:
-            _retry(deadline, report, "release requeued jobs",
-                   lambda t: client.start_now(report.requeued, timeout=t))
-            report.released = True
-        except PermanentError as exc:  # e.g. a job the user cancelled meanwhile: the rest wait out the delay
-            report.errors.append(f"requeued jobs keep their begin time: {exc}")
+            if _requeues_done(client, job_ids, deadline.budget(min(STEP_TIMEOUT, deadline.left()
+                                                                   - RELEASE_RESERVE_SECONDS))):
+                report.requeues_done = True
+                break
+        except SlurmpodError:  # no answer, or a refusal: wait on, bounded; the release is tried anyway
+            pass
+        deadline.sleep(POLL_SECONDS)
+    if not report.requeues_done:
+        report.errors.append("requeued jobs still completing at the deadline; they may wait out their hold")
+    try:
+        _retry(deadline, report, "release requeued jobs", lambda t: client.start_now(report.requeued, timeout=t))
+        report.released = True
+    except _Gave_up:  # in report.errors
+        pass
+    except PermanentError as exc:  # e.g. a job the user cancelled meanwhile: the rest wait out the delay
+        report.errors.append(f"requeued jobs keep their begin time: {exc}")
 
 
 def _log(report: Report) -> None:

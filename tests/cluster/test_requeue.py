@@ -18,10 +18,24 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import healthkit
 import pytest
-from clusterkit import Session, all_idle, job, out_dir, restore_pod, sbatch, scontrol, wait_for, wait_idle
+from clusterkit import (
+    Session,
+    all_idle,
+    job,
+    out_dir,
+    restore_cluster,
+    restore_pod,
+    sbatch,
+    scontrol,
+    wait_for,
+    wait_idle,
+    wait_ready,
+)
 from healthkit import DRAIN_WORST_S, JOB_WORST_S, drained_with, health_config, write_health_config
 
 from slurmpod import well_known as wk
@@ -107,6 +121,79 @@ def test_prestop_requeue_runs_again_on_the_other_worker_at_once(session: Session
         if victim not in {c.name for c in runtime.find(session.client, session.cluster.name).containers}:
             restore_pod(session, victim)
     all_idle(session)
+
+
+# slurmctld's own scheduling passes, made rare: the main loop's (sched_interval, 60 s by default) and
+# backfill's (bf_interval, 30 s). Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_sched_interval
+RARE_PASS_S = 300
+# From the replacement pod's node IDLE to the job running on both workers: reconcile-node's request to
+# schedule (it runs right after the registration, `slurmpod probe ready` waits for it) and one launch.
+REGISTERED_TO_RUNNING_S = 30
+
+
+@contextmanager
+def _passes_apart(session: Session, seconds: int) -> Iterator[None]:
+    """The session's cluster with slurmctld's periodic passes ``seconds`` apart (an extraLines
+    SchedulerParameters, merged into slurmpod's), so only an event can start a pending job sooner."""
+    name, controller = session.cluster.name, session.cluster.controller
+    old = lifecycle.set_config_map(name, "cluster", {})
+    spec = old["cluster.yaml"].rstrip("\n")
+    assert "extraLines" not in spec, spec
+    spec += f"\nextraLines:\n  - SchedulerParameters=bf_interval={seconds},sched_interval={seconds}"
+    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec + "\n"})
+    try:
+        lifecycle.replace_pod(session.client, name, controller)
+        wait_ready(session, controller)
+        scontrol(session, "reconfigure")
+        all_idle(session)
+        config = session.root_in(controller, "scontrol", "show", "config").stdout
+        assert re.search(rf"^SchedulerParameters\s*=.*\bsched_interval={seconds}\b", config, re.M), config
+        yield
+    finally:
+        restore_cluster(session, old)
+
+
+def test_a_two_node_job_requeued_by_prestop_runs_again_once_the_new_pod_registers(session: Session) -> None:
+    """A job on both workers whose batch script ignores SIGTERM; the other worker's pod is replaced.
+    slurmctld finishes the requeue only once the batch host is done with the job too (SIGKILL after
+    KillWait), and gives it a begin time then: preStop must release it after that, not before. The new
+    pod's node then registers, on which slurmctld schedules nothing by itself: reconcile-node asks it to.
+    With slurmctld's own passes RARE_PASS_S apart, the job runs again within REGISTERED_TO_RUNNING_S
+    only if both happened."""
+    out = _out_dir(session, "two-nodes")
+    script = f"{out}/job.sh"
+    text = SCRIPT.replace("#!/bin/bash\n", "#!/bin/bash\ntrap '' TERM\n", 1)
+    write = session.as_researcher("sh", "-c", f"printf %s {shlex.quote(text)} > {script}")
+    assert write.code == 0, write.stderr
+    with _passes_apart(session, RARE_PASS_S):
+        job_id = sbatch(session, "-N2", "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
+        victim = ""
+        try:
+            first, _ = wait_for(f"job {job_id} running on both workers", lambda: (
+                st if (st := job(session, job_id)).state == "RUNNING" else None), 60)
+            wait_for("the batch script's first line", lambda: True if session.as_researcher(
+                "grep", "-q", "start run=0", f"{out}/{job_id}.out").code == 0 else None, LAUNCH_S)
+            victim = next(w for w in session.cluster.workers if w != first.batch_host)
+            hook_s = lifecycle.delete_pod(session.client, session.cluster.name, victim)
+            after = job(session, job_id)
+            print(f"preStop on {victim} took {hook_s:.2f}s (the batch host held the job for KillWait, "
+                  f"{KILL_WAIT_S}s); job {job_id} after it: {after}")
+            assert hook_s >= KILL_WAIT_S / 2, hook_s  # it waited for the requeue
+            # requeued by slurmctld (no longer completing on the batch host), and eligible now
+            assert after.state == "PENDING" and after.restarts == 1, after
+            assert after.start_time is None or after.start_time <= time.time() + 1, after
+            lifecycle.replace_pod(session.client, session.cluster.name, victim)
+            wait_idle(session, victim)
+            registered = time.monotonic()
+            again, _ = wait_for(f"job {job_id} running again", lambda: (
+                st if (st := job(session, job_id)).state == "RUNNING" else None), REGISTERED_TO_RUNNING_S)
+            print(f"job {job_id} running again {time.monotonic() - registered:.1f}s after {victim} was IDLE "
+                  f"(slurmctld's own passes {RARE_PASS_S}s apart): {again}")
+            assert again.restarts == 1, again
+        finally:
+            session.root_in(session.cluster.controller, "scancel", str(job_id))
+            if victim and victim not in {c.name for c in runtime.find(session.client, session.cluster.name).containers}:
+                restore_pod(session, victim)
 
 
 # A job that ignores SIGTERM stays COMPLETING after scancel until KillWait (30 s) ends it with SIGKILL.

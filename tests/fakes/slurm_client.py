@@ -8,9 +8,11 @@ makes, records every call, and injects faults per method:
 - ``down = True``           every call raises TransientError (slurmctld unreachable);
 - ``down_at = method``      the controller goes down (for good) when that method is first called;
 - ``down_calls = n``        the next n calls raise TransientError, then the controller is back;
-- ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue).
+- ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue);
+- ``requeue_lists``         job_list lists each requeued job: COMPLETING for that many listings (its
+                            other nodes not done with it yet), then PENDING.
 Whole documents (``report``) are what ``reports`` holds, ``job_list`` answers ``listing`` (its pending
-records with ``pending``), and ``pending_jobs`` answers ``pending``.
+records with ``pending``) and the requeued jobs, and ``pending_jobs`` answers ``pending``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,20 @@ from typing import Any
 from slurmpod.demand import PendingJob
 from slurmpod.errors import SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
-from slurmpod.slurm import DEFAULT_TIMEOUT, Job, JobListing, Placeholder, Report, SlurmRefused, reason_arg
+from slurmpod.slurm import (
+    DEFAULT_TIMEOUT,
+    Job,
+    JobListing,
+    JobRecord,
+    Placeholder,
+    Report,
+    SlurmRefused,
+    reason_arg,
+)
+
+
+def _record(job_id: int, state: str) -> JobRecord:
+    return JobRecord(job_id, state, 1, 2, 2, 2, 1, 0, 0, "", ("main",), "", "", "", "", "", "None", "")
 
 
 class FakeClock:
@@ -69,6 +84,9 @@ class FakeSlurm:
     reports: dict[Report, dict[str, Any]] = field(default_factory=dict)
     listing: JobListing = field(default_factory=JobListing)
     pending: list[PendingJob] = field(default_factory=list)
+    requeue_lists: int = 0
+    # jobs start_now was given while their requeue was still under way (slurmctld would overwrite it)
+    released_early: list[int] = field(default_factory=list)
 
     # --- set-up helpers ---
     def add_node(self, name: str, base: str = "IDLE", flags: Sequence[str] = ("DYNAMIC_NORM",),
@@ -177,6 +195,8 @@ class FakeSlurm:
         for j in job_ids:
             if j in self.jobs:
                 self.jobs[j].start_now = True
+                if self.jobs[j].pending and self.requeue_lists > 0:
+                    self.released_early.append(j)
 
     def delete_node(self, name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._enter("delete_node", timeout, name)
@@ -201,6 +221,12 @@ class FakeSlurm:
 
     def job_list(self, *, pending: bool = False, timeout: float = DEFAULT_TIMEOUT) -> JobListing:
         self._enter("job_list", timeout, pending)
+        requeued = tuple(j.job.job_id for j in self.jobs.values() if j.pending)
+        if requeued and not pending:
+            state = "COMPLETING" if self.requeue_lists > 0 else "PENDING"
+            self.requeue_lists = max(0, self.requeue_lists - 1)
+            return dataclasses.replace(self.listing, records=self.listing.records + tuple(
+                _record(job_id, state) for job_id in requeued))
         if not pending:
             return self.listing
         return dataclasses.replace(self.listing, records=tuple(

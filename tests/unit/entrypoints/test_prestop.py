@@ -193,6 +193,44 @@ def test_batch_jobs_are_released_together() -> None:
     assert report.deleted
 
 
+# --- a job of several nodes: slurmctld requeues it only when its other nodes are done with it ---
+
+
+def test_release_waits_until_slurmctld_has_requeued_the_job() -> None:
+    """A release sent while the job still completes elsewhere would be overwritten by the requeue's own
+    begin time, and the job would wait out the hold after all."""
+    slurm = FakeSlurm(requeue_lists=5)
+    slurm.add_node(NODE, "ALLOCATED")
+    _batch(slurm, 7)
+    report, _ = _run(slurm)
+    assert report.requeues_done and report.released and report.errors == []
+    assert slurm.released_early == []
+    assert slurm.methods.count("job_list") == 6  # five listings COMPLETING, the sixth PENDING
+    # the node went first: the wait holds back neither slurmd's stop nor the node's deletion
+    assert slurm.methods.index("delete_node") < slurm.methods.index("job_list")
+    assert slurm.methods[-1] == "start_now"
+
+
+def test_a_requeue_that_never_finishes_is_released_at_the_deadline_and_reported() -> None:
+    slurm = FakeSlurm(requeue_lists=10**6)
+    slurm.add_node(NODE, "ALLOCATED")
+    _batch(slurm, 7)
+    report, _ = _run(slurm)  # returns inside the grace period
+    assert report.deleted and report.released and not report.requeues_done
+    assert any("still completing" in e for e in report.errors), report.errors
+
+
+@pytest.mark.parametrize("fault", ["hangs", "non-json", "refuses"])
+def test_an_unreadable_queue_delays_the_release_but_never_past_the_deadline(fault: str) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, "ALLOCATED")
+    _batch(slurm, 7)
+    FAULTS[fault](slurm, "job_list")
+    report, _ = _run(slurm)
+    assert report.deleted and report.released and not report.requeues_done
+    assert slurm.methods[-1] == "start_now"
+
+
 # --- a controller that is down, hangs, returns garbage or refuses, at each step ---
 
 
