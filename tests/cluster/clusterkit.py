@@ -171,6 +171,23 @@ def restore_cluster(s: Session, cluster_map: Mapping[str, str],
         wait_worker(s, worker)
 
 
+@contextmanager
+def spec_edited(s: Session, edit: Callable[[str], str]) -> Iterator[None]:
+    """The session's cluster with its ClusterSpec (the cluster ConfigMap's cluster.yaml) passed through
+    ``edit``: the controller restarted on it and reconfigured, every worker IDLE; afterwards the
+    ConfigMap and every pod back as they were (restore_cluster)."""
+    old = lifecycle.set_config_map(s.cluster.name, "cluster", {})
+    lifecycle.set_config_map(s.cluster.name, "cluster", {**old, "cluster.yaml": edit(old["cluster.yaml"])})
+    try:
+        lifecycle.replace_pod(s.client, s.cluster.name, s.cluster.controller)
+        wait_ready(s, s.cluster.controller)
+        scontrol(s, "reconfigure")
+        all_idle(s)
+        yield
+    finally:
+        restore_cluster(s, old)
+
+
 def wait_ready(s: Session, pod: str, timeout: float = IDLE_TIMEOUT_S) -> float:
     """Seconds until `slurmpod probe ready` passes in ``pod`` (what the readinessProbe runs)."""
     def ready() -> bool | None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from clusterkit import Session, all_idle, job, node, restore_cluster, scontrol, wait_for, wait_ready
+from clusterkit import Session, job, node, scontrol, spec_edited, wait_for
 from fakes import gpu_libs
 
 from slurmpod import well_known as wk
@@ -48,23 +48,17 @@ def short_interval(session: Session, cred_expire_s: int | None = None) -> Iterat
     ``cred_expire_s``: also AuthInfo=cred_expire, which is how long slurmctld holds a requeued batch job
     before it may start again (120 s by default). Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
     """
-    name, controller = session.cluster.name, session.cluster.controller
-    old = lifecycle.set_config_map(name, "cluster", {})
-    spec = old["cluster.yaml"].rstrip("\n")
-    assert "healthCheckInterval: 300" in spec, spec  # the shipped ConfigMap's value
-    spec = spec.replace("healthCheckInterval: 300", f"healthCheckInterval: {INTERVAL_S}")
-    if cred_expire_s is not None:
-        assert "extraLines" not in spec, spec
-        spec += f"\nextraLines:\n  - AuthInfo=cred_expire={cred_expire_s}"
-    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec + "\n"})
-    try:
-        lifecycle.replace_pod(session.client, name, controller)
-        wait_ready(session, controller)
-        scontrol(session, "reconfigure")
-        all_idle(session)
+    def edit(spec: str) -> str:
+        spec = spec.rstrip("\n")
+        assert "healthCheckInterval: 300" in spec, spec  # the shipped ConfigMap's value
+        spec = spec.replace("healthCheckInterval: 300", f"healthCheckInterval: {INTERVAL_S}")
+        if cred_expire_s is not None:
+            assert "extraLines" not in spec, spec
+            spec += f"\nextraLines:\n  - AuthInfo=cred_expire={cred_expire_s}"
+        return spec + "\n"
+
+    with spec_edited(session, edit):  # restores the workers too: a fresh health.json and health state
         yield
-    finally:
-        restore_cluster(session, old)  # workers too: a fresh health.json and health state
 
 
 def health_config(s: Session, pod: str) -> dict[str, object]:

@@ -18,8 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import healthkit
 import pytest
@@ -28,13 +27,12 @@ from clusterkit import (
     all_idle,
     job,
     out_dir,
-    restore_cluster,
     restore_pod,
     sbatch,
     scontrol,
+    spec_edited,
     wait_for,
     wait_idle,
-    wait_ready,
 )
 from healthkit import DRAIN_WORST_S, JOB_WORST_S, drained_with, health_config, write_health_config
 
@@ -131,26 +129,14 @@ RARE_PASS_S = 300
 REGISTERED_TO_RUNNING_S = 30
 
 
-@contextmanager
-def _passes_apart(session: Session, seconds: int) -> Iterator[None]:
-    """The session's cluster with slurmctld's periodic passes ``seconds`` apart (an extraLines
+def _passes_apart(seconds: int) -> Callable[[str], str]:
+    """A ClusterSpec edit: slurmctld's periodic passes ``seconds`` apart (an extraLines
     SchedulerParameters, merged into slurmpod's), so only an event can start a pending job sooner."""
-    name, controller = session.cluster.name, session.cluster.controller
-    old = lifecycle.set_config_map(name, "cluster", {})
-    spec = old["cluster.yaml"].rstrip("\n")
-    assert "extraLines" not in spec, spec
-    spec += f"\nextraLines:\n  - SchedulerParameters=bf_interval={seconds},sched_interval={seconds}"
-    lifecycle.set_config_map(name, "cluster", {**old, "cluster.yaml": spec + "\n"})
-    try:
-        lifecycle.replace_pod(session.client, name, controller)
-        wait_ready(session, controller)
-        scontrol(session, "reconfigure")
-        all_idle(session)
-        config = session.root_in(controller, "scontrol", "show", "config").stdout
-        assert re.search(rf"^SchedulerParameters\s*=.*\bsched_interval={seconds}\b", config, re.M), config
-        yield
-    finally:
-        restore_cluster(session, old)
+    def edit(spec: str) -> str:
+        spec = spec.rstrip("\n")
+        assert "extraLines" not in spec, spec
+        return spec + f"\nextraLines:\n  - SchedulerParameters=bf_interval={seconds},sched_interval={seconds}\n"
+    return edit
 
 
 def test_a_two_node_job_requeued_by_prestop_runs_again_once_the_new_pod_registers(session: Session) -> None:
@@ -165,7 +151,9 @@ def test_a_two_node_job_requeued_by_prestop_runs_again_once_the_new_pod_register
     text = SCRIPT.replace("#!/bin/bash\n", "#!/bin/bash\ntrap '' TERM\n", 1)
     write = session.as_researcher("sh", "-c", f"printf %s {shlex.quote(text)} > {script}")
     assert write.code == 0, write.stderr
-    with _passes_apart(session, RARE_PASS_S):
+    with spec_edited(session, _passes_apart(RARE_PASS_S)):
+        config = session.root_in(session.cluster.controller, "scontrol", "show", "config").stdout
+        assert re.search(rf"^SchedulerParameters\s*=.*\bsched_interval={RARE_PASS_S}\b", config, re.M), config
         job_id = sbatch(session, "-N2", "--requeue", "--open-mode=append", "-o", f"{out}/%j.out", script)
         victim = ""
         try:
