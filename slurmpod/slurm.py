@@ -288,10 +288,12 @@ class CliSlurmClient:
 
     def start_now(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Make pending jobs eligible now: slurmctld holds a requeued job back (Slurm's default 120 s; with the
-        cluster spec's requeue.fast 16 s on 24.11, 1 s from 25.11, docs/requeue.md). slurmctld takes the new
-        begin time but does not schedule on it: the job starts at the next scheduling pass.
+        cluster spec's requeue.fast 16 s on 24.11, 1 s from 25.11, docs/requeue.md). Like any job update, it
+        has slurmctld schedule within seconds (_slurm_rpc_update_job queues a pass, which runs at most
+        batch_sched_delay, 3 s, after the last one), so a job that fits starts then.
 
         Ref: https://slurm.schedmd.com/scontrol.html#OPT_StartTime
+        Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_batch_sched_delay
         """
         if job_ids:
             ids = ",".join(str(int(j)) for j in job_ids)

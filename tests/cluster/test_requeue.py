@@ -3,11 +3,14 @@ the shortest hold the flavor allows, not after Slurm's default 120 s (docs/reque
 
 Two causes slurmpod produces: preStop (a pod deleted under a running job: `scontrol requeue`, then
 `StartTime=now`), and a health check that fails the prolog (the node is drained and slurmctld requeues the
-job). Both run on the session cluster's shipped spec (`requeue.fast: true`), with no hold lifted by hand.
+job). Both run on the session cluster's shipped spec (`requeue.fast: true`), with no hold lifted by hand;
+a job of two nodes requeued by preStop runs with slurmctld's own scheduling passes made rare.
 
-Worst cases, each a bound below: a requeued job is eligible HOLD_S after its requeue completes (cred_expire
-15 s + 1 on 24.11; requeue_delay 0 + 1 on 26.05), then waits at most for the next backfill pass
-(bf_interval, 30 s by default) and its launch. Slurm's default hold alone is 121 s, beyond every bound.
+Worst cases, each a bound below: a job preStop released is eligible when the hook returns, and the update
+has slurmctld schedule within UPDATE_PASS_S. A job slurmctld requeued is eligible HOLD_S after its requeue
+completes (cred_expire 15 s + 1 on 24.11; requeue_delay 0 + 1 on 26.05), then waits at most for the next
+backfill pass (bf_interval, 30 s by default). Then its launch. Slurm's default hold alone is 121 s, beyond
+every bound.
 Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_cred_expire
 Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_requeue_delay
 Ref: https://slurm.schedmd.com/sched_config.html (bf_interval)
@@ -44,6 +47,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.cluster]
 
 HOLD_S = {"24.11": wk.FAST_CRED_EXPIRE_S + 1, "26.05": wk.FAST_REQUEUE_DELAY_S + 1}
 BACKFILL_PASS_S = 30  # bf_interval, Slurm's default: how long an eligible pending job may wait for a pass
+# A job update queues a scheduling pass; slurmctld's background loop (every second) runs it at most
+# batch_sched_delay (3 s) after the previous one. Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_batch_sched_delay
+UPDATE_PASS_S = 4
 LAUNCH_S = 10  # allocation, prolog (healthy: under 1 s) and the job's first line on the shared /home
 SLURM_DEFAULT_HOLD_S = 121  # cred_expire 120 s + 1
 FAULT_REASON = "slurmpod: gpu-count: restart pod: no NVML library, 8 GPUs expected"
@@ -99,13 +105,12 @@ def test_prestop_requeue_runs_again_on_the_other_worker_at_once(session: Session
     try:
         started = time.monotonic()
         hook_s = lifecycle.delete_pod(session.client, session.cluster.name, victim)
-        # preStop lifts the hold itself (StartTime=now once the job has left): eligible when the hook
-        # returns. slurmctld does not schedule on that update, so the bound is the hook, the next backfill
-        # pass, one launch.
+        # preStop lifts the hold itself (StartTime=now once slurmctld has requeued the job): eligible when
+        # the hook returns, and the update has slurmctld schedule. The bound: the hook, that pass, one launch.
         after = job(session, job_id)
         print(f"after preStop: {after}")
         assert after.state == "RUNNING" or after.start_time is None or after.start_time <= time.time() + 1, after
-        bound = hook_s + BACKFILL_PASS_S + LAUNCH_S
+        bound = hook_s + UPDATE_PASS_S + LAUNCH_S
         st, _ = _running_on(session, job_id, other, bound)
         took = time.monotonic() - started
         print(f"preStop took {hook_s:.2f}s; job {job_id} running on {other} {took:.1f}s after the delete began "
