@@ -46,6 +46,9 @@ STEP_TIMEOUT = 10.0
 REQUEUE_UNDER_WAY = frozenset({"COMPLETING", "REQUEUED"})
 # Of the grace period, what the wait for those requeues leaves for the release itself.
 RELEASE_RESERVE_SECONDS = 2.0
+# How often that wait lists the queue: one listing reads every job slurmctld holds, pods may terminate by
+# the hundred, and the wait is for KillWait and epilogs on other nodes (seconds).
+REQUEUE_POLL_SECONDS = 1.0
 
 
 @dataclass
@@ -171,7 +174,7 @@ def _release(client: SlurmClient, deadline: Deadline, report: Report) -> None:
                 break
         except SlurmpodError:  # no answer, or a refusal: wait on, bounded; the release is tried anyway
             pass
-        deadline.sleep(POLL_SECONDS)
+        deadline.sleep(REQUEUE_POLL_SECONDS)
     if not report.requeues_done:
         report.errors.append("requeued jobs still completing at the deadline; they may wait out their hold")
     try:
