@@ -150,7 +150,7 @@ def test_a_two_node_job_requeued_by_prestop_runs_again_once_the_new_pod_register
     KillWait), and gives it a begin time then: preStop must release it after that, not before. The new
     pod's node then registers, on which slurmctld schedules nothing by itself: reconcile-node asks it to.
     With slurmctld's own passes RARE_PASS_S apart, the job runs again within REGISTERED_TO_RUNNING_S
-    only if both happened."""
+    only if both happened (or, about one run in ten, one of those passes falls inside that window)."""
     out = _out_dir(session, "two-nodes")
     script = f"{out}/job.sh"
     text = SCRIPT.replace("#!/bin/bash\n", "#!/bin/bash\ntrap '' TERM\n", 1)
