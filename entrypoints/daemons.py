@@ -3,6 +3,10 @@
 node-reaper (controller): delete dynamic nodes whose pod is gone, so `sinfo` never fills with ghosts
 after scale-in or preemption. Only a node that has not responded for the whole timeout and carries no
 reason anyone chose to keep (an admin's, a health check's) is deleted: ``reasons.reaper_may_delete``.
+claim-placeholder (worker, just before slurmd starts): delete the autoscaler's FUTURE placeholder of this
+pod's name, so slurmd registers as this pod describes it. Until then the placeholder keeps the partition
+at its size, so no submission is refused while the pod is scheduled and starts. One bounded try: on any
+failure slurmd starts anyway, and reconcile-node replaces a placeholder that refused it.
 reconcile-node (worker): once this pod's slurmd has registered,
   - if slurmctld kept the definition of an earlier pod of the same name (a pod killed without its
     preStop hook, then recreated with other limits or features: slurmctld keeps a re-registering
@@ -105,11 +109,30 @@ def stale_fields(state: NodeState, expected: dict[str, str]) -> list[str]:
     return out
 
 
+CLAIM_STEP_TIMEOUT = 5.0  # each of claim-placeholder's two calls; it is on the path to slurmd's start
+
+
+def claim_placeholder(client: SlurmClient, node: str) -> bool:
+    """Delete ``node``'s record if it is a placeholder (FUTURE: no slurmd has registered it); True when one
+    was deleted. Any other record is reconcile-node's to judge. Never raises: slurmd starts either way."""
+    try:
+        state = client.node(node, future=True, timeout=CLAIM_STEP_TIMEOUT)
+        if state is None or state.base != "FUTURE":
+            return False
+        client.delete_node(node, timeout=CLAIM_STEP_TIMEOUT)
+    except SlurmpodError as exc:
+        log.warning("placeholder not claimed; slurmd starts, reconcile-node takes it over if it refuses slurmd",
+                    extra={"ctx": {"node": node, "err": str(exc)[:200]}})
+        return False
+    log.info("claimed the placeholder", extra={"ctx": {"node": node}})
+    return True
+
+
 def refused_by_placeholder(state: NodeState) -> bool:
     """slurmctld refused this slurmd's registration against a FUTURE placeholder of the same name whose
     definition differs (it keeps the record FUTURE, with INVALID_REG and a "... differ" reason, and slurmd
-    stays unregistered). The autoscaler deletes a placeholder before it starts the pod; this is the way
-    back when something else started it (`kubectl scale`). Ref: https://slurm.schedmd.com/dynamic_nodes.html"""
+    stays unregistered): claim-placeholder could not delete it before slurmd started, or it was made after.
+    Ref: https://slurm.schedmd.com/dynamic_nodes.html"""
     return state.base == "FUTURE" and "INVALID_REG" in state.flags
 
 
@@ -210,3 +233,14 @@ def reconcile_main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if not pod.name:
         raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
     return Reconciler(CliSlurmClient(), SupervisorCtl(pod.run_dir), pod.name, SystemClock()).run(args.expect or "")
+
+
+def claim_main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """Run from slurmd's script with SLURM_CONF_SERVER set: scontrol fetches slurm.conf from slurmctld, as
+    slurmd has not yet. Ref: https://slurm.schedmd.com/configless_slurm.html"""
+    del args
+    pod = podinfo.identity(env)
+    if not pod.name:
+        raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
+    claim_placeholder(CliSlurmClient(), pod.name)
+    return 0

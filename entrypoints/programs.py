@@ -17,6 +17,8 @@ from slurmpod.entrypoints.render import Program
 MUNGE_WAIT_SECONDS = 30
 SLURMDBD_WAIT_SECONDS = 180  # the db pod initialising an empty volume, then slurmdbd making its tables
 CONF_WAIT_SECONDS = 60
+# claim-placeholder's two scontrol calls (daemons.CLAIM_STEP_TIMEOUT each) and its Python start.
+CLAIM_DEADLINE_SECONDS = 15
 SSSD_WAIT_SECONDS = 30  # sssd makes its responders' sockets within seconds, the directory reachable or not
 HOST_KEY = wk.SSH_HOST_KEY
 
@@ -168,10 +170,19 @@ def slurmrestd(auth: str, directory: bool = False) -> Program:
 PMIX_GDS_DEFAULT = "hash"
 
 
+def claim_placeholder(controller: str) -> str:
+    """The line before slurmd: `slurmpod daemon claim-placeholder`, bounded, whatever it returns. scontrol
+    fetches slurm.conf from SLURM_CONF_SERVER, as slurmd has not yet.
+    Ref: https://slurm.schedmd.com/configless_slurm.html"""
+    argv = ["timeout", str(CLAIM_DEADLINE_SECONDS), "/usr/local/bin/slurmpod", "daemon", "claim-placeholder"]
+    return (f"SLURM_CONF_SERVER={shlex.quote(conf_server(controller))} "
+            + " ".join(shlex.quote(a) for a in argv) + " || true")
+
+
 def slurmd(auth: str, controller: str, conf: str, extra: str | None = None, directory: bool = False) -> Program:
     argv = slurmd_argv(controller, conf, extra)
     gds = f'export PMIX_MCA_gds="${{PMIX_MCA_gds:-{PMIX_GDS_DEFAULT}}}"'
-    body = [*_after_auth(auth), *_after_directory(directory), gds, _cmd(argv)]
+    body = [*_after_auth(auth), *_after_directory(directory), claim_placeholder(controller), gds, _cmd(argv)]
     return Program("slurmd", _script("slurmd", body), priority=20, argv=argv)
 
 

@@ -201,6 +201,9 @@ def _pod_commands(sub: Any, t: Twins) -> None:
     option(reconcile, t, "--expect", env="SLURMPOD_EXPECT_CONF", default=None,
          help="the --conf string this pod registers with")
     reconcile.set_defaults(handler=lazy("slurmpod.entrypoints.daemons", "reconcile_main"))
+    claim = dsub.add_parser("claim-placeholder",
+                            help="worker, before slurmd: delete this pod's FUTURE placeholder so slurmd registers")
+    claim.set_defaults(handler=lazy("slurmpod.entrypoints.daemons", "claim_main"))
     tsync = dsub.add_parser("topology-sync", help="controller: keep topology.conf/topology.yaml current")
     option(tsync, t, "--interval", env="SLURMPOD_TOPOLOGY_SYNC_INTERVAL", type=float, default=None,
          help="seconds between passes (default: the cluster spec's topology.syncIntervalSeconds)")

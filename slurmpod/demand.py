@@ -9,11 +9,12 @@ leaving out every job more nodes cannot start:
 - jobs waiting on nodes they name themselves (ReqNodeNotAvail or NodeDown with ``required_nodes``).
 Every other reason counts, an unknown one too: a reason a newer Slurm adds should not stop scale-out.
 PartitionConfig counts only for a nodeset that is short (``NodeSetShape.short``): one of the nodes it keeps
-a Slurm record for (an autoscaled nodeset's pods and placeholders, up to maxReplicas) has none. That is the
-autoscaler's take-over: it deletes a placeholder before it starts the pod, and until the pod registers the
-partition is smaller than the nodeset, so slurmctld gives the job PartitionConfig ("More processors
-requested than permitted") though the whole nodeset runs it; submission already refused what the whole
-nodeset cannot run. With every record there, PartitionConfig is a partition that refuses the job.
+a Slurm record for (an autoscaled nodeset's pods and placeholders, up to maxReplicas) has none. That is a
+pod's take-over of its placeholder: it deletes the placeholder just before its slurmd starts, and until
+slurmd registers the partition is smaller than the nodeset, so slurmctld may give the job
+PartitionConfig ("More processors requested than permitted") though the whole nodeset runs it; submission
+already refused what the whole nodeset cannot run. With every record there, PartitionConfig is a partition
+that refuses the job.
 squeue prints slurmctld's description of a reason where it wrote one: a description that starts with
 the reason's code (``ReqNodeNotAvail, UnavailableNodes:w-3``) is read as that code; one in words counts,
 as Resources does (``Nodes required for job are DOWN, DRAINED or reserved ...``), unless it names a QoS,

@@ -80,18 +80,6 @@ class Executor:
         self._count(plan, d.kind)
         self._log(plan, d)
 
-    def _take_over(self, plan: Plan) -> bool:
-        """Delete the placeholders of the pods a scale-out starts; False when one could not be deleted."""
-        for name in plan.take_over:
-            try:
-                self._slurm.delete_node(name, timeout=SLURM_TIMEOUT_S)
-            except SlurmpodError as exc:
-                log.warning("placeholder not deleted; scale-out decided again next pass", extra={"ctx": {
-                    "nodeset": plan.nodeset, "node": name, "err": str(exc)[:300]}})
-                return False
-            log.info("placeholder deleted for its pod", extra={"ctx": {"nodeset": plan.nodeset, "node": name}})
-        return True
-
     def _make_placeholders(self, plan: Plan) -> None:
         if self._placeholder is None:
             return
@@ -107,11 +95,9 @@ class Executor:
             log.info("placeholders made", extra={"ctx": {"nodeset": plan.nodeset, "nodes": ",".join(made)}})
 
     def apply(self, plan: Plan) -> None:
-        """Every decision in order; one failing never stops the others. A scale-out waits for its
-        placeholders to be gone; placeholders for the ordinals left without a pod come last."""
+        """Every decision in order; one failing never stops the others. Placeholders for the ordinals left
+        without a pod come last."""
         for d in plan.decisions:
-            if d.kind is Kind.SCALE_OUT and not self._take_over(plan):
-                continue
             match d.kind:
                 case Kind.DRAIN:
                     self._each(plan, d, _may_drain, lambda n: self._slurm.drain(n, REASON, timeout=SLURM_TIMEOUT_S))

@@ -23,9 +23,10 @@ Rules, per nodeset with R replicas and a demand of D nodes:
 Placeholders: Slurm knows a nodeset's nodes only while their pods run, so at zero replicas a job for it
 would be refused ("Requested node configuration is not available"). Every ordinal from the replicas up
 to maxReplicas with no Slurm record gets a FUTURE placeholder of the nodeset's shape: jobs are then
-accepted and wait (ReqNodeNotAvail) until the autoscaler starts their pods. A placeholder is deleted
-before the scale-out that starts its pod, since slurmd -Z refuses to register against a FUTURE record of
-another shape (docs/autoscaling.md).
+accepted and wait (ReqNodeNotAvail) until the autoscaler starts their pods. A scale-out leaves the
+placeholders of the pods it starts in place: each pod deletes its own just before its slurmd starts
+(daemons.claim_placeholder), so the partition keeps every record while the pods are scheduled and start
+(docs/autoscaling.md).
 Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_FUTURE, https://slurm.schedmd.com/dynamic_nodes.html
 """
 
@@ -82,7 +83,6 @@ class Plan:
     resource_version: str  # the Scale's, the precondition of a change
     decisions: tuple[Decision, ...] = ()  # in the order they are carried out
     waiting: str = ""  # why no more is done, for the log; "" when there is nothing to say
-    take_over: tuple[str, ...] = ()  # placeholders deleted before the scale-out (it waits for them)
     placeholders: tuple[str, ...] = ()  # FUTURE records made for ordinals that have no pod and no record
 
     def of(self, kind: Kind) -> Decision | None:
@@ -98,7 +98,9 @@ class Timers:
 
 
 def slot(node: NodeState | None) -> Slot:
-    if node is None:
+    if node is None or node.base == "FUTURE":
+        # No record yet, or its placeholder, which the pod's reconcile-node replaces (slurmctld drains one
+        # that refused the pod's registration, with its own reason: that is no one's hold).
         return Slot.STARTING
     if node.busy:
         return Slot.BUSY
@@ -155,17 +157,10 @@ def plan(view: NodeSetView, timers: Timers, now: float) -> Plan:
         decisions_in, waiting = _scale_in(view, slots, timers, now)
         decisions.extend(decisions_in)
     out = next((d.to for d in decisions if d.kind is Kind.SCALE_OUT), r)
-    take_over = tuple(view.node_name(i) for i in range(r, out) if _placeholder(view.nodes.get(i)))
     after = min(next((d.to for d in decisions if d.kind is Kind.SCALE_IN), out), r)
     make = tuple(view.node_name(i) for i in range(max(after, out), s.max_replicas)
                  if i not in view.nodes) if view.shape.known else ()
-    return Plan(view.name, view.stateful_set, r, view.scale.resource_version, tuple(decisions), waiting,
-                take_over, make)
-
-
-def _placeholder(node: NodeState | None) -> bool:
-    """A FUTURE record no slurmd has taken (one that refused a registration included)."""
-    return node is not None and node.base == "FUTURE"
+    return Plan(view.name, view.stateful_set, r, view.scale.resource_version, tuple(decisions), waiting, make)
 
 
 def _scale_out(view: NodeSetView, slots: Mapping[int, Slot], lifted: int) -> tuple[list[Decision], str]:

@@ -95,6 +95,32 @@ def test_pod_killed_without_prestop_then_changed_registers_its_own_definition(se
         restore_pod(session, pod)
 
 
+def test_a_pod_claims_the_placeholder_of_its_name_before_slurmd_and_registers_as_it_describes_itself(
+        session: Session) -> None:
+    """A FUTURE placeholder smaller than the pod (the autoscaler's, for an ordinal with no pod): slurmctld
+    would register the pod into it and keep its one CPU and its features, or refuse it. The pod deletes it
+    just before its slurmd starts, so the node registers at once as the pod describes it, and
+    reconcile-node has nothing to re-register."""
+    pod = session.cluster.workers[-1]
+    host_cpus = os.cpu_count() or 1
+    try:
+        lifecycle.delete_pod(session.client, session.cluster.name, pod)  # its preStop deletes the node
+        wait_for(f"{pod}'s record gone", lambda: True if node(session, pod) is None else None, 30)
+        scontrol(session, "create", f"NodeName={pod}", "State=FUTURE", "CPUs=1", "RealMemory=1",
+                 "Features=workers,placeholder")
+        future = session.root_in(session.cluster.controller, "scontrol", "--future", "show", "node", pod).stdout
+        assert "State=FUTURE" in future, future
+        _replace(session, pod)
+        n = node(session, pod)
+        assert n is not None and n.base == "IDLE" and "INVALID_REG" not in n.flags, n
+        assert n.cpus == host_cpus and "placeholder" not in n.features, n
+        logs = runtime.logs_tail(session.client, pod, 300)
+        assert "claimed the placeholder" in logs, logs
+        assert "re-registering" not in logs, logs
+    finally:
+        restore_pod(session, pod)
+
+
 def test_features_annotation_shows_in_sinfo_and_empty_topology_registers(session: Session) -> None:
     pod = session.cluster.workers[-1]
     patch = PodPatch(annotations={wk.ANNOTATION_FEATURES: "ib,a100"}, env={wk.ENV_SLINKY_TOPOLOGY: ""})

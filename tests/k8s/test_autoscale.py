@@ -11,6 +11,7 @@ exporter's poll (METRICS_POLL_S) plus two scrapes, a pod's start to IDLE on this
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -147,8 +148,8 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
     prometheus.wait_value("nothing wanted", query, 0, METRIC_S)
 
     # Three jobs for burst: accepted though it has no pod (the placeholders), and they wait. The query reads 3
-    # from here until the first job ends: demand 3 while they wait, during the take-over too (a placeholder
-    # deleted for its pod leaves the partition short, and slurmctld says PartitionConfig, which counts then);
+    # from here until the first job ends: demand 3 while they wait, during the take-over too (a pod deleting
+    # its placeholder leaves the partition short, and slurmctld may say PartitionConfig, which counts then);
     # then 2 running and 1 waiting. Only between the last pod's registration and its reconcile-node's request
     # to schedule (a few seconds, less than a poll) do idle nodes and PartitionConfig jobs read 0.
     jobs = [kube.submit(f"sleep {JOB_S}", "-p", BURST, "-N1", "-t", "5", "-o", "/dev/null") for _ in range(3)]
@@ -163,12 +164,29 @@ def test_a_nodeset_at_zero_grows_with_the_queue_runs_its_jobs_and_shrinks_back_w
     _, out_s = wait_for(f"{STS} at {MAX} replicas", lambda: True if _replicas(kube) == MAX else None,
                         AUTOSCALE_INTERVAL_S * 2 + 5)
     note(f"scaled out to {MAX} in {out_s:.1f}s")
+    # While the pods start, the placeholders keep the partition at its size: a job that needs the whole
+    # nodeset is accepted. (A pod deletes its placeholder just before its slurmd starts, after the pod is
+    # scheduled, its container started and its config rendered; this is submitted within a poll and an
+    # exec of the scale-out.) It waits on a dependency, so it asks for nothing, and goes at once.
+    scaled_at = time.monotonic()
+    whole = kube.as_researcher(f"sbatch --parsable --dependency=afterok:{jobs[0]} -p {BURST} -N{MAX} -t 5 "
+                               "-o /dev/null --wrap true")
+    took = time.monotonic() - scaled_at
+    assert whole.returncode == 0, (f"{took:.1f}s after the scale-out was seen; placeholders now "
+                                   f"{sorted(_future(kube))}: {whole.stderr}")
+    kube.exec(kube.controller, "scancel", whole.stdout.strip().split(";")[0])
 
     def finished() -> dict[int, dict[str, Any]] | None:
         states = _jobs(kube, jobs)
         return states if all(_ended(s) for s in states.values()) else None
     states, run_s = wait_for("the three jobs ended", finished, POD_START_S + 2 * (JOB_S + AUTOSCALE_INTERVAL_S))
     note(f"three jobs done {run_s:.1f}s after the scale-out")
+    # Each pod took its placeholder over itself, just before its slurmd started: never refused against it.
+    for i in range(MAX):
+        lines = _json_lines(kube.kubectl("-n", NAMESPACE, "logs", f"{STS}-{i}", "-c", "slurmd", timeout=60).stdout)
+        msgs = [d.get("msg") for d in lines]
+        assert "claimed the placeholder" in msgs, (i, msgs)
+        assert "re-registering: slurmctld kept an old definition" not in msgs, (i, msgs)
     for job_id, s in states.items():
         assert s["job_state"] == ["COMPLETED"] and s["restart_cnt"] == 0, (job_id, s["job_state"], s["restart_cnt"])
         assert s["nodes"].startswith(f"{STS}-"), s["nodes"]

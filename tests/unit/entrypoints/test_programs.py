@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from slurmpod.entrypoints import programs
+from slurmpod.entrypoints import daemons, programs
 from slurmpod.entrypoints.render import Program
 
 ALL = {
@@ -66,6 +66,18 @@ def test_slurmd_argv() -> None:
         conf,
     ]
     assert _argv(programs.slurmd("munge", "ctl:7000", conf))[4] == "ctl:7000"
+
+
+def test_slurmd_claims_its_placeholder_first_bounded_and_starts_whatever_the_claim_says() -> None:
+    lines = programs.slurmd("munge", "ctl:7000", "CPUs=2").script.splitlines()
+    (claim,) = [i for i, line in enumerate(lines) if "claim-placeholder" in line]
+    assert claim < len(lines) - 1 and lines[-1].startswith("exec /usr/sbin/slurmd")
+    words = shlex.split(lines[claim])
+    assert words[0] == "SLURM_CONF_SERVER=ctl:7000"  # scontrol fetches slurm.conf from slurmctld
+    assert words[1:3] == ["timeout", str(programs.CLAIM_DEADLINE_SECONDS)] and words[-2:] == ["||", "true"]
+    assert programs.CLAIM_DEADLINE_SECONDS > 2 * daemons.CLAIM_STEP_TIMEOUT
+    # the claim comes after munged's socket: scontrol authenticates with it
+    assert any("munge.socket" in line for line in lines[:claim])
 
 
 def test_sackd_argv() -> None:

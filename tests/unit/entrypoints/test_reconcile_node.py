@@ -8,7 +8,7 @@ from fakes.slurm_client import ADMIN_REASON_300, FakeSlurm
 from fakes.supervisor import FakeSupervisor
 
 from slurmpod import reasons
-from slurmpod.entrypoints.daemons import Reconciler
+from slurmpod.entrypoints.daemons import CLAIM_STEP_TIMEOUT, Reconciler, claim_placeholder
 from slurmpod.errors import TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import DEFAULT_TIMEOUT, SlurmRefused
@@ -255,3 +255,48 @@ def test_only_a_refused_placeholder_counts_as_refused(base: str, flags: tuple[st
     from slurmpod.entrypoints.daemons import refused_by_placeholder
 
     assert refused_by_placeholder(NodeState(NODE, base, frozenset(flags))) is refused
+
+
+# --- claim-placeholder: before slurmd starts ---
+
+
+@pytest.mark.parametrize(
+    ("base", "flags", "claimed"),
+    [
+        ("FUTURE", ("DYNAMIC_NORM",), True),  # the autoscaler's placeholder
+        ("FUTURE", ("DYNAMIC_NORM", "DRAIN", "INVALID_REG"), True),  # one that refused an earlier slurmd
+        ("IDLE", ("DYNAMIC_NORM",), False),  # an earlier pod's record: reconcile-node's to judge
+        ("ALLOCATED", ("DYNAMIC_NORM",), False),
+        ("DOWN", ("DYNAMIC_NORM", "NOT_RESPONDING"), False),
+    ],
+    ids=["placeholder", "refused-placeholder", "idle-record", "busy-record", "down-record"],
+)
+def test_claim_deletes_only_a_placeholder(base: str, flags: tuple[str, ...], claimed: bool) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, base, flags, "", **OLD_SHAPE)
+    assert claim_placeholder(slurm, NODE) is claimed
+    assert (NODE not in slurm.nodes_by_name) is claimed
+
+
+def test_claim_with_no_record_does_nothing() -> None:
+    slurm = FakeSlurm()
+    assert claim_placeholder(slurm, NODE) is False
+    assert not slurm.called("delete_node")
+
+
+@pytest.mark.parametrize("hangs", [False, True], ids=["errors", "hangs"])
+@pytest.mark.parametrize("method", ["node", "delete_node"])
+def test_a_claim_that_fails_never_stops_slurmd_starting(method: str, hangs: bool) -> None:
+    """A controller that errors or does not answer: one try each, within its deadline, logged, and slurmd
+    starts (reconcile-node is the way back)."""
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, "FUTURE", ("DYNAMIC_NORM",), "", **OLD_SHAPE)
+    if hangs:
+        slurm.hang.add(method)
+    else:
+        slurm.fail[method] = TransientError("scontrol: Unable to contact slurm controller")
+    started = slurm.clock.now
+    assert claim_placeholder(slurm, NODE) is False
+    assert slurm.nodes_by_name[NODE].base == "FUTURE"
+    assert slurm.clock.now - started <= 2 * CLAIM_STEP_TIMEOUT
+    assert len(slurm.called(method)) == 1

@@ -19,7 +19,7 @@ import pytest
 
 from slurmpod import reasons
 from slurmpod.entrypoints.autoscale import decide
-from slurmpod.entrypoints.autoscale.decide import Kind, Timers
+from slurmpod.entrypoints.autoscale.decide import Kind, Slot, Timers
 from slurmpod.entrypoints.autoscale.observe import NodeSetView, Scale
 from slurmpod.entrypoints.cluster_spec import AutoscalingSpec, NodeShape
 from slurmpod.nodestate import NodeState
@@ -222,21 +222,20 @@ def _with(v: NodeSetView, shape: NodeShape = SHAPE, future: tuple[int, ...] = ()
 
 
 @pytest.mark.parametrize(
-    ("replicas", "words", "future", "demand", "take_over", "made"),
+    ("replicas", "words", "future", "demand", "made"),
     [
-        (0, "", (), 0, (), (0, 1, 2, 3)),  # a new nodeset at zero: every ordinal up to max gets one
-        (0, "", (0, 1, 2, 3), 0, (), ()),  # they exist: nothing to do
-        (0, "", (0, 1, 2, 3), 3, (0,), ()),  # the scale-out to 1 (step 1) deletes ordinal 0's first
-        (2, "idle idle", (3,), 0, (), (2,)),  # a gap above the pods is filled
-        (1, "alloc", (1, 2, 3), 5, (1,), ()),  # only the ordinals the scale-out starts are taken over
+        (0, "", (), 0, (0, 1, 2, 3)),  # a new nodeset at zero: every ordinal up to max gets one
+        (0, "", (0, 1, 2, 3), 0, ()),  # they exist: nothing to do
+        (0, "", (0, 1, 2, 3), 3, ()),  # a scale-out leaves them to the pods it starts
+        (2, "idle idle", (3,), 0, (2,)),  # a gap above the pods is filled
+        (1, "alloc", (1, 2, 3), 5, ()),  # and none is made below the new replicas
     ],
-    ids=["new-at-zero", "already-there", "scale-out-takes-over", "gap-filled", "only-started-ones"],
+    ids=["new-at-zero", "already-there", "scale-out-keeps-them", "gap-filled", "none-below-the-new-replicas"],
 )
-def test_placeholders_and_take_overs(replicas: int, words: str, future: tuple[int, ...], demand: int, *,
-                                     take_over: tuple[int, ...], made: tuple[int, ...]) -> None:
+def test_placeholders(replicas: int, words: str, future: tuple[int, ...], demand: int, *,
+                      made: tuple[int, ...]) -> None:
     v = _with(view(replicas, words, demand), future=future)
     p = decide.plan(v, timers(v), NOW)
-    assert p.take_over == tuple(name(i) for i in take_over)
     assert p.placeholders == tuple(name(i) for i in made)
 
 
@@ -254,9 +253,15 @@ def test_an_unknown_shape_makes_no_placeholder() -> None:
     assert decide.plan(v, timers(v), NOW).placeholders == ()
 
 
-def test_a_placeholder_below_the_replicas_is_a_pod_starting() -> None:
-    """One the autoscaler did not take over (someone else scaled): reconcile-node replaces it; it counts as
-    starting, so nothing more is started for the demand it will serve."""
+@pytest.mark.parametrize("refused", [False, True], ids=["not-yet-registered", "registration-refused"])
+def test_a_placeholder_below_the_replicas_is_a_pod_starting(refused: bool) -> None:
+    """Its pod's reconcile-node replaces it; it counts as starting, so nothing more is started for the
+    demand it will serve. One that refused the pod's registration is drained by slurmctld with its own
+    reason (FUTURE+DRAIN+INVALID_REG): still a pod starting, not someone's hold."""
     v = _with(view(1, "", 1), future=(0,))
+    if refused:
+        state = NodeState(name(0), "FUTURE", frozenset({"DYNAMIC_NORM", "DRAIN", "INVALID_REG"}), "CoreSpec differ")
+        v = replace(v, nodes={**v.nodes, 0: state})
+    assert decide.slot(v.nodes[0]) is Slot.STARTING
     p = decide.plan(v, timers(v, starting={0: 0.0}), NOW)
-    assert p.of(Kind.SCALE_OUT) is None and p.take_over == ()
+    assert p.of(Kind.SCALE_OUT) is None and name(0) not in p.placeholders
