@@ -99,8 +99,8 @@ class Timers:
 
 def slot(node: NodeState | None) -> Slot:
     if node is None or node.base == "FUTURE":
-        # No record yet, or its placeholder, which the pod's reconcile-node replaces (slurmctld drains one
-        # that refused the pod's registration, with its own reason: that is no one's hold).
+        # No record yet, or its placeholder, which the pod deletes before its slurmd starts, or reconcile-node
+        # after slurmctld refused slurmd against it (drained with slurmctld's own reason: no one's hold).
         return Slot.STARTING
     if node.busy:
         return Slot.BUSY
