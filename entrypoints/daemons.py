@@ -117,7 +117,7 @@ def claim_placeholder(client: SlurmClient, node: str) -> bool:
     was deleted. Any other record is reconcile-node's to judge. Never raises: slurmd starts either way."""
     try:
         state = client.node(node, future=True, timeout=CLAIM_STEP_TIMEOUT)
-        if state is None or state.base != "FUTURE":
+        if state is None or not state.placeholder:
             return False
         client.delete_node(node, timeout=CLAIM_STEP_TIMEOUT)
     except SlurmpodError as exc:
@@ -133,7 +133,7 @@ def refused_by_placeholder(state: NodeState) -> bool:
     definition differs (it keeps the record FUTURE, with INVALID_REG and a "... differ" reason, and slurmd
     stays unregistered): claim-placeholder could not delete it before slurmd started, or it was made after.
     Ref: https://slurm.schedmd.com/dynamic_nodes.html"""
-    return state.base == "FUTURE" and "INVALID_REG" in state.flags
+    return state.placeholder and "INVALID_REG" in state.flags
 
 
 class Reconciler:

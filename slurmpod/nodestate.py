@@ -90,6 +90,12 @@ class NodeState:
         return self.base == "IDLE" and self.usable
 
     @property
+    def placeholder(self) -> bool:
+        """A FUTURE record no slurmd has taken: the autoscaler's stand-in for a pod that does not run yet
+        (one that refused a pod's registration included). Ref: https://slurm.schedmd.com/dynamic_nodes.html"""
+        return self.base == "FUTURE"
+
+    @property
     def registered(self) -> bool:
         """slurmd has registered and answers: the node is past UNKNOWN/FUTURE and responding."""
         return self.base not in {"UNKNOWN", "FUTURE"} and not self.not_responding

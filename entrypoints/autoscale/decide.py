@@ -98,7 +98,7 @@ class Timers:
 
 
 def slot(node: NodeState | None) -> Slot:
-    if node is None or node.base == "FUTURE":
+    if node is None or node.placeholder:
         # No record yet, or its placeholder, which the pod deletes before its slurmd starts, or reconcile-node
         # after slurmctld refused slurmd against it (drained with slurmctld's own reason: no one's hold).
         return Slot.STARTING

@@ -82,6 +82,12 @@ def test_predicates(  # noqa: PLR0917 - one column per predicate
             node.dynamic) == (usable, drained, down, not_responding, held, registered, dynamic)
 
 
+@pytest.mark.parametrize("base", sorted(nodestate.BASE_STATES))
+def test_only_a_future_record_is_a_placeholder(base: str) -> None:
+    assert _n(base, "DYNAMIC_NORM").placeholder is (base == "FUTURE")
+    assert _n(base, "DYNAMIC_NORM", "DRAIN", "INVALID_REG", reason="CoreSpec differ").placeholder is (base == "FUTURE")
+
+
 def test_split_state_text_and_list_agree() -> None:
     assert nodestate.split_state("IDLE+DRAIN+DYNAMIC_NORM") == nodestate.split_state(["IDLE", "DRAIN", "DYNAMIC_NORM"])
     assert nodestate.split_state("") == ("UNKNOWN", frozenset())
