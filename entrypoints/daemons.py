@@ -5,8 +5,9 @@ after scale-in or preemption. Only a node that has not responded for the whole t
 reason anyone chose to keep (an admin's, a health check's) is deleted: ``reasons.reaper_may_delete``.
 claim-placeholder (worker, just before slurmd starts): delete the autoscaler's FUTURE placeholder of this
 pod's name, so slurmd registers as this pod describes it. Until then the placeholder keeps the partition
-at its size, so no submission is refused while the pod is scheduled and starts. One bounded try: on any
-failure slurmd starts anyway, and reconcile-node replaces a placeholder that refused it.
+at its size, so no submission is refused while the pod is scheduled and starts. It retries while slurmctld
+does not answer, within a deadline; then slurmd starts anyway, and reconcile-node replaces a placeholder
+that refused it.
 reconcile-node (worker): once this pod's slurmd has registered,
   - if slurmctld kept the definition of an earlier pod of the same name (a pod killed without its
     preStop hook, then recreated with other limits or features: slurmctld keeps a re-registering
@@ -109,20 +110,47 @@ def stale_fields(state: NodeState, expected: dict[str, str]) -> list[str]:
     return out
 
 
-CLAIM_STEP_TIMEOUT = 5.0  # each of claim-placeholder's two calls; it is on the path to slurmd's start
+# claim-placeholder is on the path to slurmd's start. It retries while slurmctld does not answer, for at
+# most CLAIM_DEADLINE (slurmd cannot register before slurmctld answers either), each call within
+# CLAIM_STEP_TIMEOUT; then slurmd starts whatever happened.
+CLAIM_DEADLINE = 20.0
+CLAIM_STEP_TIMEOUT = 5.0
+CLAIM_BACKOFF_MAX = 2.0
 
 
-def claim_placeholder(client: SlurmClient, node: str) -> bool:
-    """Delete ``node``'s record if it is a placeholder (FUTURE: no slurmd has registered it); True when one
-    was deleted. Any other record is reconcile-node's to judge. Never raises: slurmd starts either way."""
-    try:
-        state = client.node(node, future=True, timeout=CLAIM_STEP_TIMEOUT)
-        if state is None or not state.placeholder:
+def claim_placeholder(client: SlurmClient, node: str, clock: Clock) -> bool:
+    """Delete ``node``'s record if it is a placeholder (FUTURE: no slurmd has registered it); True when it is
+    gone by this call. Any other record is reconcile-node's to judge. Never raises: slurmd starts either way.
+
+    A delete whose answer was lost may have landed: the next try then finds no record, and that counts
+    as claimed."""
+    deadline = clock.monotonic() + CLAIM_DEADLINE
+    wait, deleting, last = BACKOFF_START, False, ""
+    while (left := deadline - clock.monotonic()) > 0:
+        step = min(CLAIM_STEP_TIMEOUT, left)
+        try:
+            state = client.node(node, future=True, timeout=step)
+            if state is None and deleting:
+                break
+            if state is None or not state.placeholder:
+                log.info("no placeholder to claim", extra={"ctx": {
+                    "node": node, "record": "none" if state is None else state.base}})
+                return False
+            deleting = True
+            client.delete_node(node, timeout=min(step, max(deadline - clock.monotonic(), 0.1)))
+            break
+        except TransientError as exc:
+            last = str(exc)[:200]
+        except SlurmpodError as exc:
+            log.warning("placeholder not claimed; slurmd starts, reconcile-node takes it over if it refuses slurmd",
+                        extra={"ctx": {"node": node, "err": str(exc)[:200]}})
             return False
-        client.delete_node(node, timeout=CLAIM_STEP_TIMEOUT)
-    except SlurmpodError as exc:
-        log.warning("placeholder not claimed; slurmd starts, reconcile-node takes it over if it refuses slurmd",
-                    extra={"ctx": {"node": node, "err": str(exc)[:200]}})
+        clock.sleep(min(wait, max(deadline - clock.monotonic(), 0.0)))
+        wait = min(CLAIM_BACKOFF_MAX, wait * 2)
+    else:
+        log.warning("placeholder not claimed: slurmctld did not answer; slurmd starts, reconcile-node takes it "
+                    "over if it refuses slurmd",
+                    extra={"ctx": {"node": node, "deadline_s": CLAIM_DEADLINE, "err": last}})
         return False
     log.info("claimed the placeholder", extra={"ctx": {"node": node}})
     return True
@@ -242,5 +270,5 @@ def claim_main(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     pod = podinfo.identity(env)
     if not pod.name:
         raise BadInput.one(wk.ENV_POD_NAME, "", "required (fieldRef metadata.name)")
-    claim_placeholder(CliSlurmClient(), pod.name)
+    claim_placeholder(CliSlurmClient(), pod.name, SystemClock())
     return 0

@@ -17,8 +17,8 @@ from slurmpod.entrypoints.render import Program
 MUNGE_WAIT_SECONDS = 30
 SLURMDBD_WAIT_SECONDS = 180  # the db pod initialising an empty volume, then slurmdbd making its tables
 CONF_WAIT_SECONDS = 60
-# claim-placeholder's two scontrol calls (daemons.CLAIM_STEP_TIMEOUT each) and its Python start.
-CLAIM_DEADLINE_SECONDS = 15
+# claim-placeholder's own deadline (daemons.CLAIM_DEADLINE, its last call included) and its Python start.
+CLAIM_DEADLINE_SECONDS = 30
 SSSD_WAIT_SECONDS = 30  # sssd makes its responders' sockets within seconds, the directory reachable or not
 HOST_KEY = wk.SSH_HOST_KEY
 

@@ -3,12 +3,14 @@ stale record, and carry someone else's reason across it byte for byte."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from fakes.slurm_client import ADMIN_REASON_300, FakeSlurm
 from fakes.supervisor import FakeSupervisor
 
 from slurmpod import reasons
-from slurmpod.entrypoints.daemons import CLAIM_STEP_TIMEOUT, Reconciler, claim_placeholder
+from slurmpod.entrypoints.daemons import CLAIM_DEADLINE, Reconciler, claim_placeholder
 from slurmpod.errors import TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import DEFAULT_TIMEOUT, SlurmRefused
@@ -274,21 +276,53 @@ def test_only_a_refused_placeholder_counts_as_refused(base: str, flags: tuple[st
 def test_claim_deletes_only_a_placeholder(base: str, flags: tuple[str, ...], claimed: bool) -> None:
     slurm = FakeSlurm()
     slurm.add_node(NODE, base, flags, "", **OLD_SHAPE)
-    assert claim_placeholder(slurm, NODE) is claimed
+    assert claim_placeholder(slurm, NODE, slurm.clock) is claimed
     assert (NODE not in slurm.nodes_by_name) is claimed
 
 
-def test_claim_with_no_record_does_nothing() -> None:
+def test_claim_with_no_record_does_nothing_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
     slurm = FakeSlurm()
-    assert claim_placeholder(slurm, NODE) is False
+    assert claim_placeholder(slurm, NODE, slurm.clock) is False
     assert not slurm.called("delete_node")
+    assert "no placeholder to claim" in caplog.text
+
+
+def test_a_claim_waits_out_a_controller_that_does_not_answer_yet(caplog: pytest.LogCaptureFixture) -> None:
+    """slurmctld busy or not yet reachable from a pod that just started: the claim retries, and the
+    placeholder is gone before slurmd starts."""
+    caplog.set_level(logging.INFO)
+    slurm = FakeSlurm(down_calls=4)
+    slurm.add_node(NODE, "FUTURE", ("DYNAMIC_NORM",), "", **OLD_SHAPE)
+    started = slurm.clock.now
+    assert claim_placeholder(slurm, NODE, slurm.clock) is True
+    assert NODE not in slurm.nodes_by_name
+    assert slurm.clock.now - started <= CLAIM_DEADLINE
+    assert "claimed the placeholder" in caplog.text
+
+
+def test_a_delete_whose_answer_was_lost_counts_as_claimed() -> None:
+    """The delete landed, its answer timed out: the next try finds no record, and does not delete again."""
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, "FUTURE", ("DYNAMIC_NORM",), "", **OLD_SHAPE)
+    delete = slurm.delete_node
+
+    def lands_then_times_out(name: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        delete(name, timeout=timeout)
+        raise TransientError(f"scontrol delete timed out after {timeout:g} s")
+
+    slurm.delete_node = lands_then_times_out  # type: ignore[method-assign]
+    assert claim_placeholder(slurm, NODE, slurm.clock) is True
+    assert NODE not in slurm.nodes_by_name
+    assert len(slurm.called("delete_node")) == 1
 
 
 @pytest.mark.parametrize("hangs", [False, True], ids=["errors", "hangs"])
 @pytest.mark.parametrize("method", ["node", "delete_node"])
-def test_a_claim_that_fails_never_stops_slurmd_starting(method: str, hangs: bool) -> None:
-    """A controller that errors or does not answer: one try each, within its deadline, logged, and slurmd
-    starts (reconcile-node is the way back)."""
+def test_a_claim_that_fails_never_stops_slurmd_starting(method: str, hangs: bool,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A controller that errors or does not answer for good: retried until the claim's deadline, logged,
+    and slurmd starts (reconcile-node is the way back)."""
     slurm = FakeSlurm()
     slurm.add_node(NODE, "FUTURE", ("DYNAMIC_NORM",), "", **OLD_SHAPE)
     if hangs:
@@ -296,7 +330,17 @@ def test_a_claim_that_fails_never_stops_slurmd_starting(method: str, hangs: bool
     else:
         slurm.fail[method] = TransientError("scontrol: Unable to contact slurm controller")
     started = slurm.clock.now
-    assert claim_placeholder(slurm, NODE) is False
+    assert claim_placeholder(slurm, NODE, slurm.clock) is False
     assert slurm.nodes_by_name[NODE].base == "FUTURE"
-    assert slurm.clock.now - started <= 2 * CLAIM_STEP_TIMEOUT
-    assert len(slurm.called(method)) == 1
+    assert slurm.clock.now - started <= CLAIM_DEADLINE
+    assert len(slurm.called(method)) > 1
+    assert "slurmctld did not answer" in caplog.text
+
+
+def test_a_claim_slurmctld_refuses_is_not_retried(caplog: pytest.LogCaptureFixture) -> None:
+    slurm = FakeSlurm()
+    slurm.add_node(NODE, "FUTURE", ("DYNAMIC_NORM",), "", **OLD_SHAPE)
+    slurm.fail["delete_node"] = SlurmRefused("scontrol delete exited 1: Access/permission denied")
+    assert claim_placeholder(slurm, NODE, slurm.clock) is False
+    assert len(slurm.called("delete_node")) == 1
+    assert "placeholder not claimed" in caplog.text
