@@ -76,6 +76,7 @@ class StartInput:
     task_env: task_env.Inputs | None = None  # worker
     health_agent: bool = False  # worker: SLURMPOD_HEALTH_AGENT (true unless "false")
     health_agent_metrics_port: int = wk.HEALTH_AGENT_METRICS_PORT  # worker: its live metrics (0: none)
+    claim_placeholder: bool = False  # worker: SLURMPOD_CLAIM_PLACEHOLDER (false unless "true")
     accounting_host: str | None = None  # controller with accounting: slurmdbd's host
     exporter_port: int = wk.EXPORTER_PORT  # controller: the exporter's /metrics (SLURMPOD_EXPORTER_PORT)
     db_host: str | None = None  # accounting: slurmdbd's StorageHost
@@ -187,7 +188,8 @@ def load(role: str, env: Mapping[str, str], settings: Settings, operator: slinky
         return dataclasses.replace(inp, slurm_version=slurm_version.detect(env),
                                    nodeset=env.get(wk.ENV_NODESET) or None, task_env=task_env.Inputs.from_env(env),
                                    health_agent=_flag(env, wk.ENV_HEALTH_AGENT, True),
-                                   health_agent_metrics_port=_health_agent_metrics_port(env))
+                                   health_agent_metrics_port=_health_agent_metrics_port(env),
+                                   claim_placeholder=_flag(env, wk.ENV_CLAIM_PLACEHOLDER, False))
     if spec is not None:
         from slurmpod.entrypoints import topology_sync  # noqa: PLC0415 - the controller's alone
 

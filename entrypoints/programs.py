@@ -179,10 +179,14 @@ def claim_placeholder(controller: str) -> str:
             + " ".join(shlex.quote(a) for a in argv) + " || true")
 
 
-def slurmd(auth: str, controller: str, conf: str, extra: str | None = None, directory: bool = False) -> Program:
+def slurmd(auth: str, controller: str, conf: str, extra: str | None = None, directory: bool = False, *,
+           claim: bool = False) -> Program:
+    """``claim``: claim the pod's placeholder first (a nodeset slurmpod's autoscaler keeps placeholders for;
+    elsewhere there is none, and the claim would only delay slurmd)."""
     argv = slurmd_argv(controller, conf, extra)
     gds = f'export PMIX_MCA_gds="${{PMIX_MCA_gds:-{PMIX_GDS_DEFAULT}}}"'
-    body = [*_after_auth(auth), *_after_directory(directory), claim_placeholder(controller), gds, _cmd(argv)]
+    first = [claim_placeholder(controller)] if claim else []
+    body = [*_after_auth(auth), *_after_directory(directory), *first, gds, _cmd(argv)]
     return Program("slurmd", _script("slurmd", body), priority=20, argv=argv)
 
 

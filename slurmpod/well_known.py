@@ -298,6 +298,9 @@ HEALTH_AGENT_SOCKET = f"{RUN_DIR}/health-agent.sock"
 ENV_HEALTH_AGENT_METRICS_PORT = "SLURMPOD_HEALTH_AGENT_METRICS_PORT"
 HEALTH_AGENT_METRICS_PORT = 9402
 ENV_HEALTH_AGENT = "SLURMPOD_HEALTH_AGENT"  # true (default) | false: whether the worker runs the agent
+# true | false (default): the worker claims its nodeset's FUTURE placeholder before slurmd starts; the chart
+# sets it on nodesets slurmpod's autoscaler keeps placeholders for (docs/autoscaling.md)
+ENV_CLAIM_PLACEHOLDER = "SLURMPOD_CLAIM_PLACEHOLDER"
 HEALTH_STATE_DIR = "/var/lib/slurmpod/health"
 # Ref: https://github.com/prometheus/node_exporter#textfile-collector
 HEALTH_METRICS_DIR = "/var/lib/node_exporter/textfile_collector"

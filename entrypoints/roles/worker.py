@@ -53,7 +53,7 @@ def build(inp: StartInput, c: Common, adapters: Adapters) -> RolePlan:
     agent = [programs.health_agent(inp.health_agent_metrics_port)] if inp.health_agent else []
     progs = [
         *agent,
-        programs.slurmd(c.auth, c.pod.controller, node_conf, node.extra, c.directory),
+        programs.slurmd(c.auth, c.pod.controller, node_conf, node.extra, c.directory, claim=inp.claim_placeholder),
         programs.sshd(c.directory),
         # One-shot, restarted by supervisord if it fails: it waits for the controller however long.
         # It starts once slurmd has had time to register, so its Python start and polls do not compete

@@ -100,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                                 workers=list(cluster.workers))
                 startup.sssd_start_to_idle(report, client, BENCH_CLUSTER, controller=cluster.controller,
                                            login=cluster.login, trials=args.trials)
+                startup.claim_start_to_idle(report, client, BENCH_CLUSTER, cluster.controller, args.trials)
             if "health" in parts:
                 health.prolog_overhead(report, client, BENCH_CLUSTER, controller=cluster.controller,
                                        login=cluster.login, worker=cluster.workers[0],

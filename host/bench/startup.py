@@ -1,5 +1,5 @@
-"""Pod start to IDLE (also with SSSD on, beside off), and preStop to drained-and-requeued, each beside a
-baseline.
+"""Pod start to IDLE (also with SSSD on, beside off; and claiming a placeholder, beside a start with none to
+claim), and preStop to drained-and-requeued, each beside a baseline.
 
 Both sides run in the same cluster, the same image and the same pod plan from deploy/; only the
 container command differs. Trials alternate between the two so background noise hits both alike.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable
 from typing import Any
 
 from slurmpod import well_known as wk
@@ -37,9 +38,13 @@ def _sh(client: Any, pod: str, script: str, timeout_s: float = 30) -> runtime.Ex
     return runtime.exec_in(client, pod, ["bash", "-c", script], timeout_s=timeout_s)
 
 
-def _time_to_idle(client: Any, cluster: str, controller: str, ordinal: int, patch: lifecycle.PodPatch) -> float:
+def _time_to_idle(client: Any, cluster: str, controller: str, ordinal: int, patch: lifecycle.PodPatch, *,
+                  prepare: Callable[[str], None] | None = None) -> float:
+    """``prepare(node)``: run before the pod starts, outside the time measured."""
     plan = lifecycle.plan_pod(client, cluster, "worker", ordinal, patch)
     node, mark = plan.name, f"/tmp/bench-idle-{plan.name}"
+    if prepare is not None:
+        prepare(node)
     watch = (f"rm -f {mark}; until sinfo -h -n {node} -t idle -o %n 2>/dev/null | grep -qx {node}; "
              f"do sleep 0.01; done; date +%s.%N > {mark}")
     ex = client.api.exec_create(controller, ["timeout", str(IDLE_TIMEOUT_S), "bash", "-c", watch])
@@ -113,6 +118,31 @@ def sssd_start_to_idle(report: Report, client: Any, cluster: str, *, controller:
     added = [a - b for a, b in zip(on, off, strict=True)]
     report.add(Figure(f"seconds SSSD adds to a worker's start (median of {trials} paired trials)", "s",
                       median(added), None, "the SSSD-off start of the same trial", "", None, tuple(added), ()))
+
+
+def claim_start_to_idle(report: Report, client: Any, cluster: str, controller: str, trials: int = 5) -> None:
+    """Worker start to IDLE on a nodeset of slurmpod's autoscaler (SLURMPOD_CLAIM_PLACEHOLDER=true, a FUTURE
+    placeholder of the pod's name that the claim deletes before slurmd starts), beside the same start on
+    any other nodeset (no claim, no placeholder), alternating, paired per trial."""
+
+    def placeholder(node: str) -> None:
+        made = _sh(client, controller, f"scontrol create NodeName={node} State=FUTURE CPUs=1 RealMemory=1 "
+                                       "Features=workers")
+        if made.code != 0:
+            raise TransientError(f"placeholder {node}: {made.stderr.strip()}")
+
+    on_patch = lifecycle.PodPatch(env={wk.ENV_CLAIM_PLACEHOLDER: "true"})
+    on: list[float] = []
+    off: list[float] = []
+    for i in range(trials):
+        on.append(_time_to_idle(client, cluster, controller, 60 + 2 * i, on_patch, prepare=placeholder))
+        off.append(_time_to_idle(client, cluster, controller, 61 + 2 * i, lifecycle.PodPatch()))
+    report.add(Figure(f"worker pod start to IDLE claiming its placeholder (median of {trials})", "s", median(on),
+                      median(off), "the same start with no placeholder and no claim", "", None, tuple(on),
+                      tuple(off)))
+    added = [a - b for a, b in zip(on, off, strict=True)]
+    report.add(Figure(f"seconds the claim adds to a worker's start (median of {trials} paired trials)", "s",
+                      median(added), None, "the start without it in the same trial", "", None, tuple(added), ()))
 
 
 def _running_job(client: Any, login: str, worker: str) -> int:

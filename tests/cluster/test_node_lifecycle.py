@@ -95,12 +95,19 @@ def test_pod_killed_without_prestop_then_changed_registers_its_own_definition(se
         restore_pod(session, pod)
 
 
-def test_a_pod_claims_the_placeholder_of_its_name_before_slurmd_and_registers_as_it_describes_itself(
-        session: Session) -> None:
+# Bounds the fallback: reconcile-node's first look (worker.RECONCILE_DELAY_S), its delete and slurmd's
+# restart and registration, on a loaded 2-core host.
+REREGISTER_S = 60
+
+
+@pytest.mark.parametrize("claim", [True, False], ids=["claims", "no-claim"])
+def test_a_pod_registers_as_it_describes_itself_where_a_placeholder_of_its_name_stands(
+        session: Session, claim: bool) -> None:
     """A FUTURE placeholder smaller than the pod (the autoscaler's, for an ordinal with no pod): slurmctld
-    would register the pod into it and keep its one CPU and its features, or refuse it. The pod deletes it
-    just before its slurmd starts, so the node registers at once as the pod describes it, and
-    reconcile-node has nothing to re-register."""
+    would register the pod into it and keep its one CPU and its features, or refuse it. A pod of a nodeset
+    with placeholders (SLURMPOD_CLAIM_PLACEHOLDER, set by the chart) deletes it just before its slurmd
+    starts, so the node registers at once as the pod describes it and reconcile-node has nothing to
+    re-register. Any other pod does not wait for a claim: reconcile-node takes the placeholder over."""
     pod = session.cluster.workers[-1]
     host_cpus = os.cpu_count() or 1
     try:
@@ -110,13 +117,18 @@ def test_a_pod_claims_the_placeholder_of_its_name_before_slurmd_and_registers_as
                  "Features=workers,placeholder")
         future = session.root_in(session.cluster.controller, "scontrol", "--future", "show", "node", pod).stdout
         assert "State=FUTURE" in future, future
-        _replace(session, pod)
-        n = node(session, pod)
-        assert n is not None and n.base == "IDLE" and "INVALID_REG" not in n.flags, n
-        assert n.cpus == host_cpus and "placeholder" not in n.features, n
+        _replace(session, pod, PodPatch(env={wk.ENV_CLAIM_PLACEHOLDER: str(claim).lower()}))
+
+        def as_it_describes_itself() -> bool | None:
+            n = node(session, pod)
+            ok = (n is not None and n.base == "IDLE" and "INVALID_REG" not in n.flags and n.cpus == host_cpus
+                  and "placeholder" not in n.features)
+            return True if ok else None
+
+        wait_for(f"{pod} registered as the pod describes it", as_it_describes_itself, REREGISTER_S)
         logs = runtime.logs_tail(session.client, pod, 300)
-        assert "claimed the placeholder" in logs, logs
-        assert "re-registering" not in logs, logs
+        assert ("claimed the placeholder" in logs) is claim, logs
+        assert ("re-registering" in logs) is not claim, logs
     finally:
         restore_pod(session, pod)
 

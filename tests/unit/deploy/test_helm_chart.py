@@ -213,6 +213,19 @@ def test_autoscaling_reaches_the_cluster_spec_and_each_nodeset_names_its_statefu
         assert sts["spec"]["template"]["metadata"]["labels"]["slurmpod.io/nodeset"] == ns.name
 
 
+@pytest.mark.parametrize("variant", ["autoscale", "default"])
+def test_only_a_nodeset_slurmpods_autoscaler_keeps_placeholders_for_claims_them(variant: str) -> None:
+    """Its pods delete their placeholder before slurmd starts; any other pod would only wait for the claim."""
+    docs = RENDERS[variant]
+    spec = cluster_spec.parse(yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"]))
+    claims = {}
+    for ns in spec.nodesets:
+        env = _find(docs, "StatefulSet", ns.stateful_set)["spec"]["template"]["spec"]["containers"][0]["env"]
+        claims[ns.name] = {e["name"]: e.get("value") for e in env}[wk.ENV_CLAIM_PLACEHOLDER]
+    assert claims == {ns.name: "true" if ns.autoscaling.by_slurmpod else "false" for ns in spec.nodesets}
+    assert ("true" in claims.values()) is (variant == "autoscale")
+
+
 def test_an_autoscaled_statefulset_starts_at_min_replicas() -> None:
     """`helm template` has no cluster to look the live count up in: a new StatefulSet starts at minReplicas,
     whatever `replicas` says; a nodeset without autoscaling keeps `replicas`."""

@@ -138,7 +138,7 @@ def test_run_scripts(tmp_path: Path) -> None:
         programs.munged(),
         programs.slurmctld("munge"),
         programs.slurmctld("slurm"),
-        programs.slurmd("munge", "gpu-farm-controller-0", conf),
+        programs.slurmd("munge", "gpu-farm-controller-0", conf, claim=True),
         programs.slurmd("slurm", "gpu-farm-controller-0", conf),
         programs.sackd("munge", "gpu-farm-controller-0:7817"),
         programs.sackd("slurm", "gpu-farm-controller-0"),

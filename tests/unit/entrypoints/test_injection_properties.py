@@ -163,7 +163,8 @@ def _refusal_names_fields(exc: BadInput) -> None:
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory) -> tuple[podkit.Pod, start.StartPlan]:
     pod = podkit.make_pod(tmp_path_factory.mktemp("worker"), "worker")
-    env = pod.env("worker", SLURMPOD_SLURM_VERSION="25.05")
+    # With the claim: its line names the controller too.
+    env = pod.env("worker", SLURMPOD_SLURM_VERSION="25.05", SLURMPOD_CLAIM_PLACEHOLDER="true")
     return pod, podkit.plan("worker", env)
 
 
@@ -205,6 +206,7 @@ def test_worker_inputs_cannot_add_lines_or_keys(
         SLINKY_TOPOLOGY=topology,
         POD_NAME=pod_name,
         SLURMPOD_CONTROLLER=controller,
+        SLURMPOD_CLAIM_PLACEHOLDER="true",
     )
     try:
         plan = podkit.plan("worker", env)

@@ -69,7 +69,7 @@ def test_slurmd_argv() -> None:
 
 
 def test_slurmd_claims_its_placeholder_first_bounded_and_starts_whatever_the_claim_says() -> None:
-    lines = programs.slurmd("munge", "ctl:7000", "CPUs=2").script.splitlines()
+    lines = programs.slurmd("munge", "ctl:7000", "CPUs=2", claim=True).script.splitlines()
     (claim,) = [i for i, line in enumerate(lines) if "claim-placeholder" in line]
     assert claim < len(lines) - 1 and lines[-1].startswith("exec /usr/sbin/slurmd")
     words = shlex.split(lines[claim])
@@ -78,6 +78,14 @@ def test_slurmd_claims_its_placeholder_first_bounded_and_starts_whatever_the_cla
     assert programs.CLAIM_DEADLINE_SECONDS >= daemons.CLAIM_DEADLINE + daemons.CLAIM_STEP_TIMEOUT
     # the claim comes after munged's socket: scontrol authenticates with it
     assert any("munge.socket" in line for line in lines[:claim])
+
+
+def test_slurmd_claims_nothing_unless_asked() -> None:
+    """A nodeset with no placeholders: slurmd starts without waiting for a claim."""
+    script = programs.slurmd("munge", "ctl:7000", "CPUs=2").script
+    assert "claim-placeholder" not in script and "SLURM_CONF_SERVER" not in script
+    claimed = programs.slurmd("munge", "ctl:7000", "CPUs=2", claim=True).script.splitlines()
+    assert [line for line in claimed if "claim-placeholder" not in line] == script.splitlines()
 
 
 def test_sackd_argv() -> None:

@@ -147,6 +147,21 @@ def test_a_worker_runs_the_health_agent_before_slurmd_unless_it_is_off(tmp_path:
     assert [(pr.field, pr.value) for pr in err.value.problems] == [(wk.ENV_HEALTH_AGENT, "yes")]
 
 
+def test_a_worker_claims_its_placeholder_before_slurmd_only_when_told(tmp_path: Path) -> None:
+    pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
+
+    def slurmd(**env: str) -> str:
+        return next(p.script for p in _plan(pod, "worker", **env).programs if p.name == "slurmd")
+
+    assert "claim-placeholder" not in slurmd()
+    assert "claim-placeholder" not in slurmd(SLURMPOD_CLAIM_PLACEHOLDER="false")
+    assert "daemon claim-placeholder" in slurmd(SLURMPOD_CLAIM_PLACEHOLDER="true")
+    for bad in ("yes", "True", "true\n"):
+        with pytest.raises(BadInput) as err:
+            _plan(pod, "worker", SLURMPOD_CLAIM_PLACEHOLDER=bad)
+        assert [(pr.field, pr.value) for pr in err.value.problems] == [(wk.ENV_CLAIM_PLACEHOLDER, bad)]
+
+
 @pytest.mark.parametrize("port", ["65536", "-1", "9402 --socket /tmp/x", "9402\n", "", "\u0669"])
 def test_a_bad_health_agent_metrics_port_fails_worker_start_naming_it(tmp_path: Path, port: str) -> None:
     pod = podkit.make_pod(tmp_path, "worker", Machine(cores_per_socket=2, mem_mib=8192))
