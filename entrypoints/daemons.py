@@ -147,7 +147,7 @@ def claim_placeholder(client: SlurmClient, node: str, clock: Clock) -> bool:
             return False
         clock.sleep(min(wait, max(deadline - clock.monotonic(), 0.0)))
         wait = min(CLAIM_BACKOFF_MAX, wait * 2)
-    else:
+    else:  # the deadline passed with no answer
         log.warning("placeholder not claimed: slurmctld did not answer; slurmd starts, reconcile-node takes it "
                     "over if it refuses slurmd",
                     extra={"ctx": {"node": node, "deadline_s": CLAIM_DEADLINE, "err": last}})
