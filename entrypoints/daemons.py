@@ -33,7 +33,7 @@ from slurmpod.entrypoints.supervisor import Supervisor, SupervisorCtl
 from slurmpod.errors import BadInput, SlurmpodError, TransientError
 from slurmpod.nodestate import NodeState
 from slurmpod.slurm import CliSlurmClient, SlurmClient, SlurmRefused
-from slurmpod.timing import Clock, SystemClock
+from slurmpod.timing import Clock, Deadline, SystemClock
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -124,12 +124,11 @@ def claim_placeholder(client: SlurmClient, node: str, clock: Clock) -> bool:
 
     A delete whose answer was lost may have landed: the next try then finds no record, and that counts
     as claimed."""
-    deadline = clock.monotonic() + CLAIM_DEADLINE
+    deadline = Deadline(clock, CLAIM_DEADLINE, floor=0.0)
     wait, deleting, last = BACKOFF_START, False, ""
-    while (left := deadline - clock.monotonic()) > 0:
-        step = min(CLAIM_STEP_TIMEOUT, left)
+    while not deadline.expired:
         try:
-            state = client.node(node, future=True, timeout=step)
+            state = client.node(node, future=True, timeout=deadline.budget(CLAIM_STEP_TIMEOUT))
             if state is None and deleting:
                 break
             if state is None or not state.placeholder:
@@ -137,7 +136,7 @@ def claim_placeholder(client: SlurmClient, node: str, clock: Clock) -> bool:
                     "node": node, "record": "none" if state is None else state.base}})
                 return False
             deleting = True
-            client.delete_node(node, timeout=min(step, max(deadline - clock.monotonic(), 0.1)))
+            client.delete_node(node, timeout=deadline.budget(CLAIM_STEP_TIMEOUT))
             break
         except TransientError as exc:
             last = str(exc)[:200]
@@ -145,7 +144,7 @@ def claim_placeholder(client: SlurmClient, node: str, clock: Clock) -> bool:
             log.warning("placeholder not claimed; slurmd starts, reconcile-node takes it over if it refuses slurmd",
                         extra={"ctx": {"node": node, "err": str(exc)[:200]}})
             return False
-        clock.sleep(min(wait, max(deadline - clock.monotonic(), 0.0)))
+        deadline.sleep(wait)
         wait = min(CLAIM_BACKOFF_MAX, wait * 2)
     else:  # the deadline passed with no answer
         log.warning("placeholder not claimed: slurmctld did not answer; slurmd starts, reconcile-node takes it "
