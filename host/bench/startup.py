@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from slurmpod import well_known as wk
@@ -100,6 +101,32 @@ ldap_search_base = dc=example,dc=org
 """
 
 
+@dataclass(frozen=True, slots=True)
+class _PairNames:
+    """The figures of a worker start with something on, beside the same start without it."""
+
+    on: str  # start to IDLE with it on; "(median of N)" is added
+    off: str  # the baseline: the same start without it
+    added: str  # the seconds it adds; "(median of N paired trials)" is added
+    added_baseline: str
+
+
+def _start_pair(report: Report, client: Any, cluster: str, controller: str, *, trials: int, first_ordinal: int,
+                on_patch: lifecycle.PodPatch, names: _PairNames,
+                prepare: Callable[[str], None] | None = None) -> None:
+    """Starts with ``on_patch`` (``prepare`` before each) and without, alternating, paired per trial."""
+    on: list[float] = []
+    off: list[float] = []
+    for i in range(trials):
+        on.append(_time_to_idle(client, cluster, controller, first_ordinal + 2 * i, on_patch, prepare=prepare))
+        off.append(_time_to_idle(client, cluster, controller, first_ordinal + 1 + 2 * i, lifecycle.PodPatch()))
+    report.add(Figure(f"{names.on} (median of {trials})", "s", median(on), median(off), names.off, "", None,
+                      tuple(on), tuple(off)))
+    added = [a - b for a, b in zip(on, off, strict=True)]
+    report.add(Figure(f"{names.added} (median of {trials} paired trials)", "s", median(added), None,
+                      names.added_baseline, "", None, tuple(added), ()))
+
+
 def sssd_start_to_idle(report: Report, client: Any, cluster: str, *, controller: str, login: str,
                        trials: int = 5) -> None:
     """Worker start to IDLE with SSSD on beside the same start with it off, alternating, paired per trial."""
@@ -107,17 +134,10 @@ def sssd_start_to_idle(report: Report, client: Any, cluster: str, *, controller:
                               f"printf '%s' {shlex.quote(SSSD_CONF_TEXT)} > {SSSD_CONF}")
     if made.code != 0:
         raise TransientError(f"writing {SSSD_CONF}: {made.stderr.strip()}")
-    on_patch = lifecycle.PodPatch(env={"SLURMPOD_SSSD_CONF_FILE": SSSD_CONF})
-    on: list[float] = []
-    off: list[float] = []
-    for i in range(trials):
-        on.append(_time_to_idle(client, cluster, controller, 40 + 2 * i, on_patch))
-        off.append(_time_to_idle(client, cluster, controller, 41 + 2 * i, lifecycle.PodPatch()))
-    report.add(Figure(f"worker pod start to IDLE with SSSD on (median of {trials})", "s", median(on), median(off),
-                      "the same start with SSSD off", "", None, tuple(on), tuple(off)))
-    added = [a - b for a, b in zip(on, off, strict=True)]
-    report.add(Figure(f"seconds SSSD adds to a worker's start (median of {trials} paired trials)", "s",
-                      median(added), None, "the SSSD-off start of the same trial", "", None, tuple(added), ()))
+    _start_pair(report, client, cluster, controller, trials=trials, first_ordinal=40,
+                on_patch=lifecycle.PodPatch(env={"SLURMPOD_SSSD_CONF_FILE": SSSD_CONF}),
+                names=_PairNames("worker pod start to IDLE with SSSD on", "the same start with SSSD off",
+                                 "seconds SSSD adds to a worker's start", "the SSSD-off start of the same trial"))
 
 
 def claim_start_to_idle(report: Report, client: Any, cluster: str, controller: str, trials: int = 5) -> None:
@@ -131,18 +151,12 @@ def claim_start_to_idle(report: Report, client: Any, cluster: str, controller: s
         if made.code != 0:
             raise TransientError(f"placeholder {node}: {made.stderr.strip()}")
 
-    on_patch = lifecycle.PodPatch(env={wk.ENV_CLAIM_PLACEHOLDER: "true"})
-    on: list[float] = []
-    off: list[float] = []
-    for i in range(trials):
-        on.append(_time_to_idle(client, cluster, controller, 60 + 2 * i, on_patch, prepare=placeholder))
-        off.append(_time_to_idle(client, cluster, controller, 61 + 2 * i, lifecycle.PodPatch()))
-    report.add(Figure(f"worker pod start to IDLE claiming its placeholder (median of {trials})", "s", median(on),
-                      median(off), "the same start with no placeholder and no claim", "", None, tuple(on),
-                      tuple(off)))
-    added = [a - b for a, b in zip(on, off, strict=True)]
-    report.add(Figure(f"seconds the claim adds to a worker's start (median of {trials} paired trials)", "s",
-                      median(added), None, "the start without it in the same trial", "", None, tuple(added), ()))
+    _start_pair(report, client, cluster, controller, trials=trials, first_ordinal=60,
+                on_patch=lifecycle.PodPatch(env={wk.ENV_CLAIM_PLACEHOLDER: "true"}), prepare=placeholder,
+                names=_PairNames("worker pod start to IDLE claiming its placeholder",
+                                 "the same start with no placeholder and no claim",
+                                 "seconds the claim adds to a worker's start",
+                                 "the start without it in the same trial"))
 
 
 def _running_job(client: Any, login: str, worker: str) -> int:
