@@ -19,6 +19,7 @@ class Mount:
     source: str  # BIND: path relative to the state dir; VOLUME: Docker volume name; TMPFS: ""; HOST: absolute
     target: str
     read_only: bool
+    size: int | None = None  # TMPFS: the tmpfs size in bytes; None: the kernel's default (half the host's memory)
 
 
 @dataclass(frozen=True, slots=True)

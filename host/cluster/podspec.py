@@ -416,7 +416,8 @@ def _statefulset(doc: Document, shared: _Shared, ips: list[str], problems: Probl
         args = container.get("args")
         ctx = VolumeContext(prefix=prefix, pod=meta, bundle=bundle, secrets=shared.secrets,
                             claim_templates={c: f"{c}-{name}" for c in claim_names},
-                            stamp=f"..{params.created:%Y_%m_%d_%H_%M_%S.%f}")
+                            stamp=f"..{params.created:%Y_%m_%d_%H_%M_%S.%f}",
+                            memory_limit=None if mem_limit is None else math.ceil(mem_limit))
         vols = plan_volumes(ctx, pod.get("volumes") or [], container.get("volumeMounts") or [], pfield,
                             problems)
         term_log = str(container.get("terminationMessagePath", DEFAULT_TERMINATION_LOG))

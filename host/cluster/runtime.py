@@ -181,7 +181,7 @@ def _mounts(plan: PodPlan, root: Path) -> list[Any]:
             # no_copy: a fresh PersistentVolume is empty; Docker would copy the image's files in.
             mounts.append(DockerMount(m.target, m.source, type="volume", read_only=m.read_only, no_copy=True))
         else:
-            mounts.append(DockerMount(m.target, "", type="tmpfs"))
+            mounts.append(DockerMount(m.target, "", type="tmpfs", tmpfs_size=m.size))
     return mounts
 
 

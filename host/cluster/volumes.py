@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from slurmpod import quantity
+from slurmpod.errors import BadInput
 from slurmpod.problems import Problems
 from slurmpod_host.cluster.downward import PodMeta, field_value
 from slurmpod_host.cluster.manifests import Bundle
@@ -34,6 +37,8 @@ HOST_PATH_FIELDS = frozenset({"path", "type"})
 # Ref: https://kubernetes.io/docs/concepts/storage/volumes/#hostpath
 HOST_PATHS = frozenset({"/sys/fs/cgroup"})
 HOST_PATH_TYPES = frozenset({"", "Directory"})  # the path must already exist; nothing is created
+EMPTY_DIR_FIELDS = frozenset({"medium", "sizeLimit"})
+EMPTY_DIR_MEDIA = frozenset({"", "Memory"})  # "": the node's disk. Ref: https://kubernetes.io/docs/concepts/storage/volumes/#emptydir
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +49,7 @@ class VolumeContext:
     secrets: Mapping[str, Mapping[str, bytes]]  # Secret name (unprefixed) -> key -> bytes
     claim_templates: Mapping[str, str]  # volumeClaimTemplate name -> Docker volume name
     stamp: str  # the atomic writer's timestamped directory, e.g. "..2025_01_01_00_00_00.0"
+    memory_limit: int | None = None  # bytes: the pod's memory limit, what kubelet sizes a Memory emptyDir to
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +187,26 @@ def _source(
             return None, [], []
         return Mount(MountKind.HOST, path, "", False), [], []
     if kind == "emptyDir":
-        if spec.get("medium") == "Memory":
-            return Mount(MountKind.TMPFS, "", "", False), [], []
+        _unknown_keys(spec, EMPTY_DIR_FIELDS, f"{field}.emptyDir", problems)
+        medium = str(spec.get("medium") or "")
+        if medium not in EMPTY_DIR_MEDIA:
+            problems.add(f"{field}.emptyDir.medium", medium, "must be empty (the node's disk) or Memory")
+            return None, [], []
+        size = None
+        if spec.get("sizeLimit") not in (None, ""):
+            try:
+                size = math.ceil(quantity.parse(f"{field}.emptyDir.sizeLimit", spec["sizeLimit"]))
+            except BadInput as exc:
+                problems.extend(exc.problems)
+                return None, [], []
+            if size <= 0:
+                problems.add(f"{field}.emptyDir.sizeLimit", spec["sizeLimit"], "must be positive")
+                return None, [], []
+        if medium == "Memory":
+            # kubelet sizes the tmpfs to the smaller of sizeLimit and the pod's memory limit.
+            # Ref: https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/#EmptyDirVolumeSource
+            sizes = [s for s in (size, ctx.memory_limit) if s]
+            return Mount(MountKind.TMPFS, "", "", False, min(sizes) if sizes else None), [], []
         # Ref: https://kubernetes.io/docs/concepts/storage/volumes/#emptydir (a fresh dir, mode 0777)
         return Mount(MountKind.BIND, base, "", False), [HostFile(base, directory=True, mode=0o777)], []
     problems.add(field, kind, "volume type not interpreted by the emulator")
@@ -223,7 +247,7 @@ def plan_volumes(
         if source is None:
             continue
         read_only = source.read_only or bool(vm.get("readOnly"))
-        mounts.append(Mount(source.kind, source.source, target, read_only))
+        mounts.append(Mount(source.kind, source.source, target, read_only, source.size))
         files.extend(f for f in new_files if f not in files)
         docker_volumes.extend(v for v in new_volumes if v not in docker_volumes)
     _nested_in_read_only(mounts, f"{field}.containers[0].volumeMounts", problems)

@@ -200,6 +200,30 @@ def test_a_nodesets_slurmd_env_follows_the_charts_own_in_that_nodeset_only() -> 
     assert "PMIX_MCA_gds" not in {e["name"] for e in env_of["slurmpod-worker"]}
 
 
+def _shm(docs: list[dict[str, Any]], statefulset: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumeMounts at /dev/shm, the volumes they name) of a worker StatefulSet."""
+    pod = _find(docs, "StatefulSet", statefulset)["spec"]["template"]["spec"]
+    mounts = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"] == "/dev/shm"]
+    names = {m["name"] for m in mounts}
+    return mounts, [v for v in pod["volumes"] if v["name"] in names]
+
+
+def test_every_nodeset_gets_a_memory_backed_dev_shm_sized_by_its_values() -> None:
+    """Not the container runtime's 64 MiB: an emptyDir in memory, the pod's memory limit unless sizeLimit."""
+    gpu = [a for a in VARIANTS["scaled"] if ".gpu." in a]
+    cpu = [a.replace(".gpu.", ".cpu.") for a in gpu]
+    docs = _template(*gpu, "--set=nodesets.gpu.sharedMemory.sizeLimit=64Gi",
+                     *cpu, "--set=nodesets.cpu.sharedMemory.enabled=false")
+    mounts, volumes = _shm(docs, "slurmpod-worker")
+    assert len(mounts) == 1 and volumes == [{"name": mounts[0]["name"], "emptyDir": {"medium": "Memory"}}]
+    mounts, volumes = _shm(docs, "slurmpod-worker-gpu")  # a nodeset that does not name sharedMemory gets it too
+    assert volumes == [{"name": mounts[0]["name"], "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}]
+    assert _shm(docs, "slurmpod-worker-cpu") == ([], [])
+    for kind, name in [("StatefulSet", "slurmpod-controller"), ("StatefulSet", "slurmpod-login")]:
+        pod = _find(docs, kind, name)["spec"]["template"]["spec"]
+        assert all(m["mountPath"] != "/dev/shm" for m in pod["containers"][0].get("volumeMounts", []))
+
+
 def test_autoscaling_reaches_the_cluster_spec_and_each_nodeset_names_its_statefulset() -> None:
     docs = RENDERS["autoscale"]
     spec = cluster_spec.parse(yaml.safe_load(_find(docs, "ConfigMap", "slurmpod-cluster")["data"]["cluster.yaml"]))
@@ -435,6 +459,14 @@ def test_no_secret_is_rendered_in_any_variant() -> None:
     (["--set=nodesets.workers.slurmd.env.X[0]=1"], "nodesets.workers.slurmd.env.X: must be a string, number"),
     (["--set-string=nodesets.workers.slurmd.env.X=a\nB=c"],
      'nodesets.workers.slurmd.env.X: "a\\nB=c": no control characters'),
+    (["--set=nodesets.workers.sharedMemory.sizeLimit=lots"],
+     'nodesets.workers.sharedMemory.sizeLimit: "lots": must be a size'),
+    (["--set=nodesets.workers.sharedMemory.sizeLimit=0"], 'nodesets.workers.sharedMemory.sizeLimit: "0"'),
+    (["--set-string=nodesets.workers.sharedMemory.sizeLimit=1Gi\nx: y"],
+     'nodesets.workers.sharedMemory.sizeLimit: "1Gi\\nx: y"'),
+    (["--set-string=nodesets.workers.sharedMemory.enabled=yes"],
+     'nodesets.workers.sharedMemory.enabled: "yes": must be true or false'),
+    (["--set=nodesets.workers.sharedMemory.size=1Gi"], "nodesets.workers.sharedMemory.size: unknown key"),
     (["--set=nodesets.workers.replicas=-1"], 'nodesets.workers.replicas: "-1": must be a whole number, 0 to 65000'),
     (["--set=nodesets.workers.replicas=70000"], 'nodesets.workers.replicas: "70000"'),
     (["--set-string=nodesets.workers.replicas=2\nkind: Secret"], 'nodesets.workers.replicas: "2\\nkind: Secret"'),

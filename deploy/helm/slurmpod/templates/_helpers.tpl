@@ -255,6 +255,35 @@ the key of a bad value. */}}
 {{- toJson $out -}}
 {{- end -}}
 
+{{/* A nodeset's /dev/shm (values nodesets.<name>.sharedMemory, docs/task-environment.md#shared-memory-devshm),
+checked and with its defaults, as JSON for fromJson. Called with (dict "name" NODESET "ns" NODESET_VALUES);
+fails naming the key of a bad value. sizeLimit is a Kubernetes quantity of bytes, or "" for none.
+Ref: https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/ */}}
+{{- define "slurmpod.sharedMemory" -}}
+{{- $m := .ns.sharedMemory | default dict -}}
+{{- $where := printf "nodesets.%s.sharedMemory" .name -}}
+{{- if not (kindIs "map" $m) }}{{ fail (printf "%s: %q: must be a mapping" $where (toString $m)) }}{{ end -}}
+{{- range $key, $_ := $m -}}
+{{- if not (has $key (list "enabled" "sizeLimit")) -}}
+{{- fail (printf "%s.%s: unknown key (allowed: enabled, sizeLimit)" $where $key) -}}
+{{- end -}}
+{{- end -}}
+{{- $out := dict "enabled" true "sizeLimit" "" -}}
+{{- if hasKey $m "enabled" -}}
+{{- if not (kindIs "bool" $m.enabled) }}{{ fail (printf "%s.enabled: %q: must be true or false" $where (toString $m.enabled)) }}{{ end -}}
+{{- $_ := set $out "enabled" $m.enabled -}}
+{{- end -}}
+{{- if hasKey $m "sizeLimit" -}}
+{{- $v := "" -}}
+{{- if not (kindIs "invalid" $m.sizeLimit) }}{{ $v = toString $m.sizeLimit }}{{ end -}}
+{{- if not (regexMatch "^([1-9][0-9]{0,14}(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?)?$" $v) -}}
+{{- fail (printf "%s.sizeLimit: %q: must be a size such as 64Gi or 512Mi (whole number, binary or decimal suffix), or empty" $where $v) -}}
+{{- end -}}
+{{- $_ := set $out "sizeLimit" $v -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
 {{/* The StatefulSets slurmpod's autoscaler sets the replicas of (enabled nodesets with autoscaling on in
 mode slurmpod), comma-separated; "" when none. */}}
 {{- define "slurmpod.autoscaled" -}}

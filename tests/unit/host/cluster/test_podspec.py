@@ -18,7 +18,7 @@ from slurmpod import well_known as wk
 from slurmpod.errors import BadInput
 from slurmpod_host.cluster import auth as cluster_auth
 from slurmpod_host.cluster import manifests, podspec, state
-from slurmpod_host.cluster.plan import MountKind, PodPlan
+from slurmpod_host.cluster.plan import Mount, MountKind, PodPlan
 
 # The shipped manifests plus the Secrets a user creates (the munge key, the login host key).
 HOST_KEY = b"-----BEGIN OPENSSH PRIVATE KEY-----\n" + b"k" * 64 + b"\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -309,17 +309,63 @@ def test_seccomp_and_privilege_escalation_become_docker_security_options(
 
 def test_empty_dir_volumes() -> None:
     def edit(b: dict[str, Any]) -> None:
-        spec = b["spec"]["template"]["spec"]
-        spec["volumes"] += [{"name": "scratch", "emptyDir": {}},
-                            {"name": "shm", "emptyDir": {"medium": "Memory"}}]
-        _worker_container(b)["volumeMounts"] += [{"name": "scratch", "mountPath": "/scratch"},
-                                                 {"name": "shm", "mountPath": "/dev/shm"}]
+        b["spec"]["template"]["spec"]["volumes"].append({"name": "scratch", "emptyDir": {}})
+        _worker_container(b)["volumeMounts"].append({"name": "scratch", "mountPath": "/scratch"})
 
     plan = _plans(_edit(edit))["demo-worker-0"]
     mounts = _mounts(plan)
     assert mounts["/scratch"] == (MountKind.BIND, "pods/demo-worker-0/volumes/scratch", False)
-    assert mounts["/dev/shm"][0] is MountKind.TMPFS
     assert {f.path: f.mode for f in plan.files}["pods/demo-worker-0/volumes/scratch"] == 0o777
+
+
+def _shm_mount(plan: PodPlan) -> Mount:
+    (shm,) = [m for m in plan.mounts if m.target == "/dev/shm"]
+    return shm
+
+
+def test_the_workers_dev_shm_is_a_tmpfs_the_size_of_the_pods_memory_limit() -> None:
+    """The chart's memory-backed emptyDir at /dev/shm, sized as kubelet sizes it: no sizeLimit, so the
+    worker's 1Gi memory limit, not Docker's 64 MiB."""
+    shm = _shm_mount(PLANS["demo-worker-0"])
+    assert (shm.kind, shm.size, shm.read_only) == (MountKind.TMPFS, 2**30, False)
+    assert "/dev/shm" not in _mounts(PLANS["demo-controller-0"])
+
+
+def _shm_spec(**spec: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(b: dict[str, Any]) -> None:
+        (volume,) = [v for v in b["spec"]["template"]["spec"]["volumes"] if v["name"] == "shm"]
+        volume["emptyDir"] = spec
+    return edit
+
+
+@pytest.mark.parametrize(("spec", "size"), [
+    ({"medium": "Memory", "sizeLimit": "256Mi"}, 256 * 2**20),
+    ({"medium": "Memory", "sizeLimit": "4Gi"}, 2**30),  # never past the pod's memory limit
+    ({"medium": "Memory", "sizeLimit": "500M"}, 500 * 10**6),
+], ids=["below-the-limit", "above-the-limit", "decimal"])
+def test_a_memory_empty_dir_is_the_smaller_of_its_size_limit_and_the_pods_memory(spec: dict[str, Any],
+                                                                                  size: int) -> None:
+    shm = _shm_mount(_plans(_edit(_shm_spec(**spec)))["demo-worker-0"])
+    assert (shm.kind, shm.size) == (MountKind.TMPFS, size)
+
+
+def test_a_memory_empty_dir_without_any_limit_is_the_kernels_default() -> None:
+    def edit(b: dict[str, Any]) -> None:
+        _worker_container(b).pop("resources")
+    shm = _shm_mount(_plans(_edit(edit))["demo-worker-0"])
+    assert (shm.kind, shm.size) == (MountKind.TMPFS, None)
+
+
+@pytest.mark.parametrize(("spec", "field", "value"), [
+    ({"medium": "Memory", "sizeLimit": "lots"}, "emptyDir.sizeLimit", "lots"),
+    ({"medium": "Memory", "sizeLimit": "-1Gi"}, "emptyDir.sizeLimit", "-1Gi"),
+    ({"medium": "HugePages-2Mi"}, "emptyDir.medium", "HugePages-2Mi"),
+    ({"medium": "Memory", "size": "1Gi"}, "emptyDir.size", "1Gi"),
+], ids=["not-a-quantity", "negative", "medium", "unknown-key"])
+def test_a_bad_empty_dir_is_refused_naming_the_field(spec: dict[str, Any], field: str, value: str) -> None:
+    with pytest.raises(BadInput) as info:
+        _plans(_edit(_shm_spec(**spec)))
+    assert any(field in p.field and value in str(p) for p in info.value.problems), info.value.problems
 
 
 def test_host_path_cgroup_hierarchy_mounts_read_write() -> None:

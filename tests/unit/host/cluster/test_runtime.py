@@ -75,7 +75,7 @@ def test_pod_status_reads_termination_message(tmp_path: Path) -> None:
 
 def test_docker_mounts(tmp_path: Path) -> None:
     plan = PLANS["demo-controller-0"]
-    extra = Mount(MountKind.TMPFS, "", "/dev/shm", False)
+    extra = Mount(MountKind.TMPFS, "", "/dev/shm", False, 2**30)
     mounts = {m["Target"]: m for m in runtime._mounts(plan, tmp_path)}
     assert mounts[wk.PODINFO_DIR]["Type"] == "bind"
     assert mounts[wk.PODINFO_DIR]["Source"] == str(tmp_path / "pods/demo-controller-0/volumes/podinfo")
@@ -86,6 +86,7 @@ def test_docker_mounts(tmp_path: Path) -> None:
     assert mounts[wk.TERMINATION_LOG]["Type"] == "bind"
     (tmpfs,) = runtime._mounts(dataclasses.replace(plan, mounts=(extra,)), tmp_path)
     assert tmpfs["Type"] == "tmpfs"
+    assert tmpfs["TmpfsOptions"] == {"SizeBytes": 2**30}  # the size kubelet would give the emptyDir
 
 
 def test_cluster_from_plans(tmp_path: Path) -> None:
