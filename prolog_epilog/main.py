@@ -287,7 +287,7 @@ def run_hook(context: Context, env: Mapping[str, str], *, slurm: SlurmClient, er
     Returns (exit code, report). Raises BadInput (the caller's exit 2)."""
     s = settings_from(env, context, act=True)
     if context is not Context.PROLOG:
-        _tidy_scratch(env, job=context is Context.EPILOG, err=err, sweep=sweep)
+        _tidy_scratch(env, job=context is Context.EPILOG, err=err, sweep=sweep, slurm=slurm, node=s.node)
     report = execute(s, env, slurm=slurm, agent=agent, **run)
     for r in report.results:
         if r.status in {Status.FAIL, Status.WARN}:
@@ -308,7 +308,8 @@ def prolog(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def _tidy_scratch(env: Mapping[str, str], *, job: bool, err: TextIO, path: str = wk.TASK_ENV_FILE,
-                  sweep: Callable[[str], object] | None = None) -> None:
+                  sweep: Callable[[str], object] | None = None, slurm: SlurmClient | None = None,
+                  node: str = "") -> None:
     """The job's scratch dir (made by its task prolog) goes with the job: the Epilog runs once per node
     after all its steps. The Epilog only moves it to the trash; a sweeper started here empties the trash
     (the periodic run starts one for what earlier sweepers left). Nothing here counts against the node:
@@ -319,14 +320,60 @@ def _tidy_scratch(env: Mapping[str, str], *, job: bool, err: TextIO, path: str =
         with open(path, encoding="utf-8") as f:
             settings = task_env.parse(f.read(), path)
         moved = task_env.remove_scratch(settings, env.get(wk.ENV_SLURM_JOB_ID, "")) if job else None
-        if settings.scratch_base is not None and scratch.pending(settings.scratch_base):
-            (sweep or scratch.start_sweeper)(settings.scratch_base)
+        if moved:
+            log.info("scratch removed: path=%s trash=%s owner=%d", moved.path, moved.trashed, moved.owner)
+        if job and settings.shm_dir is not None:
+            _release_shm(settings.shm_dir, env, err, slurm=slurm, node=node)
+        for base in (settings.scratch_base, settings.shm_dir):
+            if base is not None and scratch.pending(base):
+                (sweep or scratch.start_sweeper)(base)
     except Exception as exc:  # whatever it is, never the hook's failure: a failed Epilog drains the node
         if not (isinstance(exc, FileNotFoundError) and exc.filename == path):  # no file: no task environment
             print(f"slurmpod {'epilog' if job else 'healthcheck'}: scratch: {exc}", file=err)
+
+
+def _release_shm(shm_dir: str, env: Mapping[str, str], err: TextIO, *, slurm: SlurmClient | None,
+                 node: str) -> None:
+    """The job's user's entries in /dev/shm, once that user has no process and no other job here
+    (prolog_epilog/job_shm.py). A failure is logged, never the hook's failure."""
+    from slurmpod.prolog_epilog import job_shm  # noqa: PLC0415 - only the epilog
+
+    raw_uid, raw_job = env.get(wk.ENV_SLURM_JOB_UID, ""), env.get(wk.ENV_SLURM_JOB_ID, "")
+    if not (raw_uid.isdigit() and len(raw_uid) <= 10 and raw_job.isdigit() and len(raw_job) <= 10):
         return
-    if moved:
-        log.info("scratch removed: path=%s trash=%s owner=%d", moved.path, moved.trashed, moved.owner)
+    uid, job_id = int(raw_uid), int(raw_job)
+
+    def other_jobs() -> bool | None:
+        """Whether slurmctld has another job of the user on this node; None when it does not say."""
+        if slurm is None or not node:
+            return None
+        try:
+            jobs = slurm.jobs_on_node(node, timeout=actions.RPC_TIMEOUT)
+        except Exception:  # whatever it is, an unanswered question removes nothing
+            return None
+        own = next((j for j in jobs if j.job_id == job_id), None)
+        user = own.user if own is not None and own.user else _user_name(uid)
+        if not user:
+            return None
+        return any(j.user == user for j in jobs if j.job_id != job_id)
+
+    try:
+        done = job_shm.release(shm_dir, uid, other_jobs)
+    except OSError as exc:
+        print(f"slurmpod epilog: {shm_dir}: {exc}", file=err)
+        return
+    if done.removed or done.kept:
+        log.info("shared memory released: dir=%s uid=%d removed=%d kept=%s", shm_dir, done.uid, done.removed,
+                 done.kept or "-")
+
+
+def _user_name(uid: int) -> str:
+    import pwd  # noqa: PLC0415 - only when slurmctld did not list the ending job
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return ""
 
 
 def epilog(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -54,6 +54,9 @@ class TaskEnv:
     """The sticky directory (mode 1777) under which each job gets `job-<id>`; None: no scratch."""
     scratch_tmpdir: bool = True
     """Whether TMPDIR is the job's scratch directory too."""
+    shm_dir: str | None = None
+    """The shared-memory directory the Epilog tidies after a user's last job (prolog_epilog/job_shm.py);
+    None: never."""
 
 
 def check_name(field: str, name: str) -> str:
@@ -139,12 +142,12 @@ def from_pod(given: Inputs, node_name: str, route_table: str, placement: str | N
         problems.append(Problem(wk.ENV_SCRATCH_TMPDIR, tmpdir_raw, "must be true or false"))
     if problems:
         raise BadInput(problems)
-    return TaskEnv(tuple(exports), base, tmpdir_raw == "true")
+    return TaskEnv(tuple(exports), base, tmpdir_raw == "true", wk.JOB_SHM_DIR)
 
 
 def render(task_env: TaskEnv) -> str:
     doc = {"exports": [list(pair) for pair in task_env.exports], "scratch_base": task_env.scratch_base,
-           "scratch_tmpdir": task_env.scratch_tmpdir}
+           "scratch_tmpdir": task_env.scratch_tmpdir, "shm_dir": task_env.shm_dir}
     return json.dumps(doc, sort_keys=True) + "\n"
 
 
@@ -165,6 +168,7 @@ def parse(text: str, source: str = wk.TASK_ENV_FILE) -> TaskEnv:
         pairs = [(str(name), str(value)) for name, value in doc["exports"]]
         base = doc["scratch_base"]
         tmpdir = doc["scratch_tmpdir"]
+        shm = doc.get("shm_dir")
     except (ValueError, KeyError, TypeError) as exc:
         raise BadInput.one(source, text[:80], f"not a slurmpod task environment: {exc}") from None
     for name, value in pairs:
@@ -174,7 +178,9 @@ def parse(text: str, source: str = wk.TASK_ENV_FILE) -> TaskEnv:
         base = check_dir(f"{source}: scratch_base", str(base))
     if not isinstance(tmpdir, bool):
         raise BadInput.one(f"{source}: scratch_tmpdir", str(tmpdir), "must be true or false")
-    return TaskEnv(tuple(pairs), base, tmpdir)
+    if shm is not None:
+        shm = check_dir(f"{source}: shm_dir", str(shm))
+    return TaskEnv(tuple(pairs), base, tmpdir, shm)
 
 
 def scratch_dir(task_env: TaskEnv, job_id: str) -> str | None:

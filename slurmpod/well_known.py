@@ -267,6 +267,7 @@ PLUGIN_FILE = "job_submit_slurmpod.so"
 # --- Node health (prolog_epilog): what Slurm gives the hooks, what slurmpod reads and writes ---
 # Set by slurmd in the Prolog/Epilog environment. Ref: https://slurm.schedmd.com/prolog_epilog.html
 ENV_SLURM_JOB_ID = "SLURM_JOB_ID"
+ENV_SLURM_JOB_UID = "SLURM_JOB_UID"  # the job's owner
 ENV_SLURM_JOB_GPUS = "SLURM_JOB_GPUS"  # the job's GPU indices on this node
 ENV_CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 # From the job credential (src/slurmd/slurmd/req.c builds the prolog environment): the job's
@@ -399,6 +400,9 @@ UCX_CONF = "/etc/ucx/ucx.conf"
 # Ref: https://slurm.schedmd.com/spank.html, https://slurm.schedmd.com/slurm.conf.html#OPT_PlugStackConfig
 PLUGSTACK_CONF = "/etc/slurmpod/plugstack.conf"  # slurm.conf PlugStackConfig: a worker's own, absent elsewhere
 SPANK_PLUGIN = "/usr/local/lib/slurmpod/slurmpod_spank.so"
+# The jobs' POSIX shared memory: the worker's memory-backed emptyDir (chart nodesets.<name>.sharedMemory).
+# Ref: https://man7.org/linux/man-pages/man7/shm_overview.7.html
+JOB_SHM_DIR = "/dev/shm"
 TASK_ENV_FILE = "/etc/slurmpod/task-env.json"  # written at worker start; read by `slurmpod task-prolog`
 TASK_PROLOG_EXPORTS = "/etc/slurmpod/task-prolog.exports"  # the `export NAME=value` lines
 TASK_PROLOG_SCRATCH = "/etc/slurmpod/task-prolog.scratch"  # "BASE true|false" (TMPDIR too); absent: none

@@ -190,3 +190,71 @@ def test_a_job_leaving_a_million_files_never_drains_its_node(session: Session) -
             session.root_in(session.cluster.controller, "scancel", job_id)
             session.root_in(worker, "rm", "-rf", f"{base}/job-{job_id}", timeout=300)
             session.root_in(session.cluster.login, "rm", "-f", out.replace("%j", job_id))
+
+
+# --- /dev/shm (docs/task-environment.md, "Shared memory (/dev/shm)") ---
+
+SHM = wk.JOB_SHM_DIR
+WORKER_MEMORY_LIMIT = 2**30  # the manifests' worker limit (values nodesets.workers.slurmd.resources)
+
+
+@pytest.mark.smoke
+def test_a_job_gets_a_dev_shm_the_size_of_the_pods_memory_not_the_runtimes_64_mib(session: Session) -> None:
+    """NCCL and PyTorch's DataLoader fail past 64 MiB of /dev/shm: a job writes 128 MiB there."""
+    worker = session.cluster.workers[0]
+    script = (f'f={SHM}/sp-big-$SLURM_JOB_ID; dd if=/dev/zero of="$f" bs=1M count=128 status=none && '
+              f'echo "written=$(stat -c %s "$f") mode=$(stat -c %a {SHM}) size=$(($(stat -f -c "%b*%S" {SHM})))"; '
+              'rm -f "$f"')
+    run = session.as_researcher("srun", "-w", worker, "-N1", "-n1", "-t", "1", "bash", "-c", script, timeout=120)
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.stdout.split() == [f"written={128 * 2**20}", "mode=1777", f"size={WORKER_MEMORY_LIMIT}"], run.stdout
+
+
+def _epilog_done(session: Session, job_id: str, worker: str) -> None:
+    def done() -> bool | None:
+        ended = job(session, job_id).state not in {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING"}
+        return True if ended and usable(session, worker) else None
+
+    wait_for(f"job {job_id}'s epilog on {worker}", done, GONE_TIMEOUT_S)
+
+
+def _shm_job(session: Session, worker: str) -> str:
+    """A job of the researcher's that leaves a file and a directory in /dev/shm; its id."""
+    script = (f'echo x > {SHM}/sp-file-$SLURM_JOB_ID && mkdir {SHM}/sp-dir-$SLURM_JOB_ID && '
+              f'touch {SHM}/sp-dir-$SLURM_JOB_ID/seg && echo "job=$SLURM_JOB_ID"')
+    run = session.as_researcher("srun", "-w", worker, "-N1", "-n1", "-t", "1", "bash", "-c", script, timeout=120)
+    assert run.code == 0, run.stdout + run.stderr
+    job_id = run.stdout.strip().removeprefix("job=")
+    _epilog_done(session, job_id, worker)
+    return job_id
+
+
+def _shm_names(session: Session, worker: str) -> set[str]:
+    listed = session.root_in(worker, "ls", "-A", SHM)
+    assert listed.code == 0, listed.stderr
+    return set(listed.stdout.split())
+
+
+def test_what_a_users_jobs_leave_in_dev_shm_goes_after_their_last_process_on_the_worker(session: Session) -> None:
+    """The epilog removes the job's user's entries once nothing of theirs runs on the worker; another
+    user's and root's entries stay, and so does everything while the user still has a process there."""
+    worker = session.cluster.workers[0]
+    user = wk.DEMO_USER
+    planted = session.root_in(worker, "sh", "-c", f"echo x > {SHM}/sp-other && chown 4999:4999 {SHM}/sp-other && "
+                                                  f"echo x > {SHM}/sp-root")
+    assert planted.code == 0, planted.stderr
+    # Another session of the same user on the worker (what a second job or an ssh session would be).
+    holder = session.root_in(worker, "sh", "-c", f'setpriv --reuid="$(id -u {user})" --regid="$(id -g {user})" '
+                                                 '--clear-groups sleep 600 >/dev/null 2>&1 & echo $!')
+    assert holder.code == 0 and holder.stdout.strip().isdigit(), holder.stdout + holder.stderr
+    try:
+        kept = _shm_job(session, worker)
+        assert {f"sp-file-{kept}", f"sp-dir-{kept}", "sp-other", "sp-root"} <= _shm_names(session, worker)
+        killed = session.root_in(worker, "kill", holder.stdout.strip())
+        assert killed.code == 0, killed.stderr
+        last = _shm_job(session, worker)
+        names = _shm_names(session, worker)
+        assert not {n for n in names if n.startswith(("sp-file-", "sp-dir-"))}, (kept, last, names)
+        assert {"sp-other", "sp-root"} <= names
+    finally:
+        session.root_in(worker, "sh", "-c", f"kill {holder.stdout.strip() or 0}; rm -rf {SHM}/sp-*")

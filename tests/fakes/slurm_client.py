@@ -96,8 +96,8 @@ class FakeSlurm:
         return state
 
     def add_job(self, job_id: int, node: str, *, batch: bool = True, requeue: bool = True,
-                state: str = "RUNNING", completing: bool = False) -> None:
-        self.jobs[job_id] = FakeJob(Job(job_id, batch, state, requeue, completing=completing), node)
+                state: str = "RUNNING", completing: bool = False, user: str = "") -> None:
+        self.jobs[job_id] = FakeJob(Job(job_id, batch, state, requeue, user=user, completing=completing), node)
 
     def called(self, method: str) -> list[tuple[object, ...]]:
         return [args for name, args in self.calls if name == method]

@@ -33,7 +33,7 @@ def test_pod_defaults_export_the_default_route_interface_and_a_scratch_base() ->
     assert got == TaskEnv(
         (("NCCL_SOCKET_IFNAME", "eth0"), (wk.TASK_ENV_TOPOLOGY, "block1/host3"),
          (wk.TASK_ENV_K8S_NODE, "gke-a3-pool-1")),
-        wk.DEFAULT_SCRATCH_BASE, True)
+        wk.DEFAULT_SCRATCH_BASE, True, wk.JOB_SHM_DIR)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_pod_defaults_export_the_default_route_interface_and_a_scratch_base() ->
     ids=["ifname-set", "ifname-off", "topo-file", "no-scratch", "scratch-base-trailing-slash"],
 )
 def test_pod_settings(env: dict[str, str], exports: list[tuple[str, str]], base: str | None, tmpdir: bool) -> None:
-    assert _from_pod(env, ROUTES, None) == TaskEnv(tuple(exports), base, tmpdir)
+    assert _from_pod(env, ROUTES, None) == TaskEnv(tuple(exports), base, tmpdir, wk.JOB_SHM_DIR)
 
 
 def test_no_default_route_exports_no_interface() -> None:
@@ -75,6 +75,8 @@ def test_the_file_round_trips_and_a_hand_edited_one_cannot_add_a_line() -> None:
                 '{"exports": [["X=1 Y", "1"]], "scratch_base": null, "scratch_tmpdir": true}',
                 '{"exports": [], "scratch_base": "relative", "scratch_tmpdir": true}',
                 '{"exports": [], "scratch_base": null, "scratch_tmpdir": "yes"}',
+                '{"exports": [], "scratch_base": null, "scratch_tmpdir": true, "shm_dir": "dev/shm"}',
+                '{"exports": [], "scratch_base": null, "scratch_tmpdir": true, "shm_dir": "/dev/shm\\n/x"}',
                 "not json"):
         with pytest.raises(BadInput):
             task_env.parse(bad)
