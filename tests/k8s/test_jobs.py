@@ -27,6 +27,16 @@ def test_a_job_array_completes(kube: Kube) -> None:
     assert {line.split()[-1] for line in lines} <= set(kube.workers)
 
 
+def test_a_job_writes_past_the_runtimes_64_mib_into_the_kubelets_dev_shm(kube: Kube) -> None:
+    """The chart's memory-backed emptyDir, mounted by the kubelet at /dev/shm: a tmpfs a job can write
+    128 MiB into, which the container runtime's own /dev/shm (64 MiB) refuses."""
+    done = kube.as_researcher("srun -N1 -n1 bash -c 'f=/dev/shm/k8s-$SLURM_JOB_ID; "
+                              "dd if=/dev/zero of=$f bs=1M count=128 status=none && stat -c %s $f && "
+                              "stat -f -c %T /dev/shm && stat -c %a /dev/shm; rm -f $f'", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == [str(128 * 2**20), "tmpfs", "1777"], done.stdout
+
+
 def test_pod_names_resolve_through_the_headless_service(kube: Kube) -> None:
     for name in [kube.controller, *kube.workers]:
         got, _ = wait_for(f"{name} resolves on the login pod",
