@@ -18,7 +18,7 @@ cg_node_bitmap), so no new job of the user can make entries between the checks a
 The directory is world-writable (sticky), so nothing in it is trusted: an entry is removed by name
 (unlink(2) never follows a link), a directory goes into the directory's root-owned trash in one rename
 and is emptied later by the sweeper (prolog_epilog/scratch.py). The work per Epilog is bounded
-(MAX_ENTRIES, BUDGET_S): a user who leaves more keeps the rest until their next job's Epilog.
+(MAX_ENTRIES looked at, whoever's, and BUDGET_S): what lies past them waits for a later Epilog.
 Ref: https://man7.org/linux/man-pages/man7/shm_overview.7.html
 Ref: https://man7.org/linux/man-pages/man5/proc_pid_status.5.html (Uid: real, effective, saved, filesystem)
 """
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 from slurmpod.prolog_epilog import scratch
 
-MAX_ENTRIES = 10_000  # per Epilog: a few ms each on tmpfs at worst, so far inside PrologEpilogTimeout
+MAX_ENTRIES = 10_000  # looked at per Epilog, anyone's: a few µs each on tmpfs, far inside PrologEpilogTimeout
 BUDGET_S = 2.0
-MORE = "more entries than one epilog removes; the next takes the rest"
+MORE = "more entries than one epilog looks at; a later one goes on"
 PROCESSES = "the user still has processes on this worker"
 OTHER_JOB = "the user has another job on this worker"
 UNKNOWN = "slurmctld did not say whether the user has another job on this worker"
@@ -73,12 +73,16 @@ def user_has_processes(uid: int, proc: str = "/proc") -> bool:
 
 
 def _owned(shm_dir: str, uid: int, limit: int, end: float, clock: Callable[[], float]) -> tuple[list[str], bool]:
-    """(names of ``uid``'s top-level entries, at most ``limit``; whether the listing stopped short)."""
+    """(names of ``uid``'s top-level entries among the first ``limit`` listed; whether the listing stopped
+    short). Whoever's the entries are, no more are looked at: one user's million files cost the other
+    users' Epilogs no more than ``limit`` entries do."""
     names: list[str] = []
+    scanned = 0
     with os.scandir(shm_dir) as entries:
         for entry in entries:
-            if len(names) >= limit or clock() > end:
+            if scanned >= limit or clock() > end:
                 return names, True
+            scanned += 1
             try:
                 if entry.stat(follow_symlinks=False).st_uid == uid:
                     names.append(entry.name)

@@ -136,6 +136,17 @@ def test_the_work_per_epilog_is_bounded_and_the_next_takes_the_rest(shm: Path) -
     assert list(shm.iterdir()) == []
 
 
+def test_another_users_many_entries_cost_an_epilog_no_more_than_the_bound(shm: Path) -> None:
+    """One user's leftovers cannot make every other job's Epilog on the worker slow."""
+    for i in range(5):
+        _file(shm, f"f{i}", OTHER)
+
+    def ask() -> bool | None:
+        raise AssertionError("slurmctld asked although none of the user's entries was seen")
+
+    assert job_shm.release(str(shm), USER, ask, max_entries=3) == job_shm.Released(USER, 0, job_shm.MORE)
+
+
 def test_the_time_per_epilog_is_bounded(shm: Path) -> None:
     for i in range(3):
         _file(shm, f"f{i}", USER)
