@@ -179,6 +179,12 @@ def claim_placeholder(controller: str) -> str:
             + " ".join(shlex.quote(a) for a in argv) + " || true")
 
 
+# slurmd's locked-memory limit, which its tasks keep (slurm.conf PropagateResourceLimitsExcept=MEMLOCK), raised
+# from the container's soft limit to its hard one; raising the hard limit would need CAP_SYS_RESOURCE.
+# Ref: https://slurm.schedmd.com/faq.html#memlock
+MEMLOCK_TO_HARD = 'ulimit -S -l "$(ulimit -H -l)"'
+
+
 def slurmd(auth: str, controller: str, conf: str, extra: str | None = None, directory: bool = False, *,
            claim: bool = False) -> Program:
     """``claim``: claim the pod's placeholder first (a nodeset slurmpod's autoscaler keeps placeholders for;
@@ -186,7 +192,7 @@ def slurmd(auth: str, controller: str, conf: str, extra: str | None = None, dire
     argv = slurmd_argv(controller, conf, extra)
     gds = f'export PMIX_MCA_gds="${{PMIX_MCA_gds:-{PMIX_GDS_DEFAULT}}}"'
     first = [claim_placeholder(controller)] if claim else []
-    body = [*_after_auth(auth), *_after_directory(directory), *first, gds, _cmd(argv)]
+    body = [*_after_auth(auth), *_after_directory(directory), *first, gds, MEMLOCK_TO_HARD, _cmd(argv)]
     return Program("slurmd", _script("slurmd", body), priority=20, argv=argv)
 
 

@@ -77,3 +77,25 @@ def test_a_steps_pmix_server_keeps_job_data_in_gds_hash(session: Session) -> Non
     for worker in session.cluster.workers:
         run = session.as_researcher("srun", "--mpi=pmix", "-w", worker, "-N1", "-n1", "printenv", "PMIX_GDS_MODULE")
         assert (run.code, run.stdout.strip()) == (0, "hash"), run.stdout + run.stderr
+
+
+def _limit_kib(limits: str, name: str) -> str:
+    """The soft limit ``name`` from /proc/PID/limits, as bash's ulimit prints it (KiB or unlimited)."""
+    line = next(ln for ln in limits.splitlines() if ln.startswith(name))
+    soft = line[len(name):].split()[0]
+    return soft if soft == "unlimited" else str(int(soft) // 1024)
+
+
+@pytest.mark.smoke
+def test_a_task_keeps_the_workers_locked_memory_limit_and_the_shells_other_limits(session: Session) -> None:
+    """RDMA locks the memory it registers: a low memlock in the login shell never reaches the task
+    (PropagateResourceLimitsExcept=MEMLOCK), which gets slurmd's; the shell's other limits still do."""
+    worker = session.cluster.workers[0]
+    limits = session.root_in(worker, "sh", "-c", "cat /proc/$(pgrep -x slurmd)/limits")
+    assert limits.code == 0, limits.stderr
+    slurmd_memlock = _limit_kib(limits.stdout, "Max locked memory")
+    assert slurmd_memlock != "64", limits.stdout
+    run = session.as_researcher("bash", "-c", f"ulimit -S -l 64 && ulimit -S -n 512 && srun -w {worker} -N1 -n1 "
+                                "-t 1 bash -c 'echo memlock=$(ulimit -l) nofile=$(ulimit -n)'", timeout=120)
+    assert run.code == 0, run.stdout + run.stderr
+    assert run.stdout.split() == [f"memlock={slurmd_memlock}", "nofile=512"], run.stdout
