@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Regenerate the chart's committed renderings: deploy/kubernetes/slurmpod.yaml from the Helm chart with its
+# Regenerate the chart's committed renderings: its values.schema.json from values.yaml
+# (host/chart_schema.py), deploy/kubernetes/slurmpod.yaml from the Helm chart with its
 # default values, and deploy/kubernetes/accounting/slurmpod.yaml with accounting and REST on. The plain
 # manifests (what `make demo`, the emulator and the tests run) are the chart's output, so there is one
 # source. tests/unit/deploy/test_helm_chart.py fails when they drift. Needs .tools/bin/helm
 # (scripts/bootstrap-host.sh). Usage: scripts/render-manifests.sh [OUT [OUT_ACCOUNTING]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# values.schema.json first: Helm checks the values against it before it renders.
+.venv/bin/python -P -m slurmpod_host.chart_schema
 out=${1:-deploy/kubernetes/slurmpod.yaml}
 out_acct=${2:-deploy/kubernetes/accounting/slurmpod.yaml}
 {

@@ -13,6 +13,8 @@ BAD = [
     # hostV1 is node-root-equivalent: refused unless the values accept that
     ("--set=nodesets.workers.cgroup.access=hostV1", "nodesets.workers.cgroup.acceptNodeRootEquivalent"),
     ("--set=controller.slurmctld.image.digest=sha256:nothex", "controller.slurmctld.image.digest"),
+    # a misspelt key: values.schema.json names it and where it is
+    ("--set=nodesets.workers.sharedMemroy.sizeLimit=8Gi", "'/nodesets/workers': additional properties 'sharedMemroy'"),
 ]
 
 
