@@ -41,14 +41,14 @@ POLL_SECONDS = 0.2
 RESERVE_SECONDS = 3.0
 # The longest one scontrol/squeue call may take.
 STEP_TIMEOUT = 10.0
-# squeue's state of a job whose requeue slurmctld has not finished: COMPLETING (its first flag) until every
-# node of the job is done with it, then PENDING. Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
+# The state and flags of a job whose requeue slurmctld has not finished: PENDING with COMPLETING until every
+# node of the job is done with it, then PENDING alone. Ref: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 REQUEUE_UNDER_WAY = frozenset({"COMPLETING", "REQUEUED"})
 # Of the grace period, what the wait for those requeues leaves for the release itself.
 RELEASE_RESERVE_SECONDS = 2.0
-# How often that wait lists the queue: one listing reads every job slurmctld holds, pods may terminate by
-# the hundred, and the wait is for KillWait and epilogs on other nodes (seconds).
-REQUEUE_POLL_SECONDS = 1.0
+# How often that wait asks for the requeued jobs' states (one light RPC that reads only those jobs): the
+# wait is for KillWait and epilogs on the jobs' other nodes, seconds.
+REQUEUE_POLL_SECONDS = 0.5
 
 
 @dataclass
@@ -156,8 +156,8 @@ def _leave_slurm(client: SlurmClient, node: str, deadline: Deadline, report: Rep
 
 
 def _requeues_done(client: SlurmClient, job_ids: frozenset[int], timeout: float) -> bool:
-    listing = client.job_list(timeout=timeout)
-    return not any(r.job_id in job_ids and r.state in REQUEUE_UNDER_WAY for r in listing.records)
+    states = client.job_states(sorted(job_ids), timeout=timeout)
+    return not any(flags & REQUEUE_UNDER_WAY for flags in states.values())
 
 
 def _release(client: SlurmClient, deadline: Deadline, report: Report) -> None:

@@ -164,6 +164,11 @@ class SlurmClient(Protocol):
         with ``pending``."""
         ...
 
+    def job_states(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> dict[int, frozenset[str]]:
+        """Each listed job's state and flags (PENDING, COMPLETING...); a job slurmctld no longer holds is
+        absent."""
+        ...
+
     def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
         """The pending jobs more nodes could start (slurmpod.demand.pending_from)."""
         ...
@@ -340,6 +345,21 @@ class CliSlurmClient:
 
     def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
         return pending_from(self.job_list(pending=True, timeout=timeout).records)
+
+    def job_states(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> dict[int, frozenset[str]]:
+        # --only-job-state: slurmctld's job-state RPC, which reads only the listed jobs' ids and states,
+        # not every job it holds. Ref: https://slurm.schedmd.com/squeue.html#OPT_only-job-state
+        if not job_ids:
+            return {}
+        argv = ["squeue", "--only-job-state", f"--jobs={','.join(str(int(j)) for j in job_ids)}", "--json"]
+        doc = load_json(self._ok(argv, timeout).stdout, "squeue --only-job-state")
+        states: dict[int, frozenset[str]] = {}
+        for job in doc.get("jobs") or []:
+            try:
+                states[int(job["job_id"])] = frozenset(str(s) for s in job["state"])
+            except (KeyError, TypeError, ValueError):
+                raise TransientError(f"squeue --only-job-state: a job without an id or state: {job!r:.200}") from None
+        return states
 
 
 __all__ = ["CliSlurmClient", "Job", "JobListing", "JobRecord", "NodeState", "PendingJob", "Placeholder", "Report",

@@ -9,8 +9,8 @@ makes, records every call, and injects faults per method:
 - ``down_at = method``      the controller goes down (for good) when that method is first called;
 - ``down_calls = n``        the next n calls raise TransientError, then the controller is back;
 - ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue);
-- ``requeue_lists``         job_list lists each requeued job: COMPLETING for that many listings (its
-                            other nodes not done with it yet), then PENDING.
+- ``requeue_lists``         job_list and job_states give each requeued job COMPLETING for that many
+                            calls (its other nodes not done with it yet), then PENDING.
 Whole documents (``report``) are what ``reports`` holds, ``job_list`` answers ``listing`` (its pending
 records with ``pending``) and the requeued jobs, and ``pending_jobs`` answers ``pending``.
 """
@@ -235,6 +235,13 @@ class FakeSlurm:
     def pending_jobs(self, *, timeout: float = DEFAULT_TIMEOUT) -> tuple[PendingJob, ...]:
         self._enter("pending_jobs", timeout)
         return tuple(self.pending)
+
+    def job_states(self, job_ids: Sequence[int], *, timeout: float = DEFAULT_TIMEOUT) -> dict[int, frozenset[str]]:
+        self._enter("job_states", timeout, tuple(job_ids))
+        flags = frozenset({"PENDING", "COMPLETING"}) if self.requeue_lists > 0 else frozenset({"PENDING"})
+        self.requeue_lists = max(0, self.requeue_lists - 1)
+        held = {j.job.job_id: (flags if j.pending else frozenset({j.job.state})) for j in self.jobs.values()}
+        return {job_id: held[job_id] for job_id in job_ids if job_id in held}
 
 
 # An admin's drain reason of 300 characters with double quotes at both ends (scontrol strips one pair

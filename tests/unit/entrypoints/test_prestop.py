@@ -205,9 +205,11 @@ def test_release_waits_until_slurmctld_has_requeued_the_job() -> None:
     report, _ = _run(slurm)
     assert report.requeues_done and report.released and report.errors == []
     assert slurm.released_early == []
-    assert slurm.methods.count("job_list") == 6  # five listings COMPLETING, the sixth PENDING
+    assert slurm.methods.count("job_states") == 6  # five answers COMPLETING, the sixth PENDING
+    assert set(slurm.called("job_states")) == {((7,),)}  # only the requeued job is asked for, never the queue
+    assert "job_list" not in slurm.methods
     # the node went first: the wait holds back neither slurmd's stop nor the node's deletion
-    assert slurm.methods.index("delete_node") < slurm.methods.index("job_list")
+    assert slurm.methods.index("delete_node") < slurm.methods.index("job_states")
     assert slurm.methods[-1] == "start_now"
 
 
@@ -225,7 +227,7 @@ def test_an_unreadable_queue_delays_the_release_but_never_past_the_deadline(faul
     slurm = FakeSlurm()
     slurm.add_node(NODE, "ALLOCATED")
     _batch(slurm, 7)
-    FAULTS[fault](slurm, "job_list")
+    FAULTS[fault](slurm, "job_states")
     report, _ = _run(slurm)
     assert report.deleted and report.released and not report.requeues_done
     assert slurm.methods[-1] == "start_now"

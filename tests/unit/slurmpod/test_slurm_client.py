@@ -55,8 +55,9 @@ CALLS: dict[str, Callable[[CliSlurmClient], object]] = {
     "report": lambda c: c.report(Report.NODES),
     "job_list": lambda c: c.job_list(),
     "pending_jobs": lambda c: c.pending_jobs(),
+    "job_states": lambda c: c.job_states([7]),
 }
-READERS = ["nodes", "node", "jobs_on_node", "report"]  # of JSON
+READERS = ["nodes", "node", "jobs_on_node", "report", "job_states"]  # of JSON
 
 UNREACHABLE = [
     "slurm_load_node error: Unable to contact slurm controller (connect failure)",
@@ -126,6 +127,24 @@ def test_jobs_on_node() -> None:
     assert (job.job_id, job.batch, job.state, job.requeue, job.user) == (7, True, "RUNNING", False, "researcher")
     argv = runner.calls[0][0]
     assert argv[:3] == ("squeue", "--nodelist", "w-0") and "--json" in argv
+
+
+def test_job_states_asks_slurmctld_for_the_listed_jobs_only() -> None:
+    """squeue's job-state RPC, as 24.11 and 26.05 print it; a job slurmctld no longer holds is absent."""
+    doc = json.dumps({"jobs": [{"job_id": "7", "state": ["PENDING", "COMPLETING"]},
+                               {"job_id": "9", "state": ["PENDING"]}], "errors": []})
+    runner = FakeRunner(stdout=doc)
+    states = CliSlurmClient(runner).job_states([7, 9, 12], timeout=3.0)
+    assert states == {7: frozenset({"PENDING", "COMPLETING"}), 9: frozenset({"PENDING"})}
+    assert runner.calls == [(("squeue", "--only-job-state", "--jobs=7,9,12", "--json"), 3.0)]
+    assert CliSlurmClient(FakeRunner()).job_states([]) == {}  # nothing to ask: no call
+
+
+@pytest.mark.parametrize("job", [{"state": ["PENDING"]}, {"job_id": "7"}, {"job_id": "x7", "state": []}],
+                         ids=["no-id", "no-state", "bad-id"])
+def test_job_states_with_a_job_it_cannot_read_is_no_answer(job: dict[str, object]) -> None:
+    with pytest.raises(TransientError):
+        CliSlurmClient(FakeRunner(stdout=json.dumps({"jobs": [job]}))).job_states([7])
 
 
 @pytest.mark.parametrize(
