@@ -52,6 +52,10 @@ class NodeState:
     # The node's `Topology=` value, "topo:unit" (25.05+; empty when it has none or its unit was unknown).
     # Ref: https://slurm.schedmd.com/slurm.conf.html#OPT_Topology
     topology: str = ""
+    # LastBusyTime: when the node last had a job, seconds since the epoch; 0 when slurmctld has none. It
+    # is in slurmctld's saved state (24.05+), so it outlives a restart of slurmctld or of its readers.
+    # Ref: https://slurm.schedmd.com/scontrol.html (LastBusyTime), https://slurm.schedmd.com/power_save.html
+    last_busy: int = 0
 
     @property
     def dynamic(self) -> bool:
@@ -150,6 +154,7 @@ def from_json(node: dict[str, Any]) -> NodeState:
         gres=str(node.get("gres", "") or ""),
         extra=str(node.get("extra", "") or ""),
         topology=str(node.get("topology", "") or ""),
+        last_busy=number(node.get("last_busy", 0)),
     )
 
 

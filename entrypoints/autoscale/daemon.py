@@ -4,14 +4,17 @@ is on with mode slurmpod.
 A pass reads everything first: slurmctld's nodes, the demand (the pending jobs each nodeset could
 serve), and each nodeset's Scale. If any read fails or times out, the pass does nothing at all: a
 slurmctld or an API server that does not answer never causes a scale-out, a drain, a lift or a
-scale-in. The idle timers live in memory: a restarted autoscaler waits a whole idleSeconds again
-before it drains, which errs on the side of keeping nodes.
+scale-in. A node's idle time counts from its LastBusyTime, which slurmctld keeps in its saved state,
+so a restarted autoscaler goes on where it was; a pod's time starting (not yet a Slurm node) lives in
+memory only, and a restarted autoscaler waits a whole idleSeconds again for it, which errs on the side
+of keeping pods.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -41,7 +44,7 @@ def managed(spec: ClusterSpec) -> tuple[NodeSetSpec, ...]:
 
 
 def observe_once(kube: Kube, slurm: SlurmClient, namespace: str, nodesets: Sequence[NodeSetSpec], *,
-                 demand: Demand, now: float) -> observe.Snapshot:
+                 demand: Demand, now: float, wall: float | None = None) -> observe.Snapshot:
     """The pass's whole input; raises the first read that failed."""
     nodes = slurm.nodes(future=True, timeout=SLURM_READ_TIMEOUT_S)  # the placeholders too
     wanted = demand(nodes)
@@ -51,7 +54,7 @@ def observe_once(kube: Kube, slurm: SlurmClient, namespace: str, nodesets: Seque
         views.append(observe.NodeSetView(
             ns.name, ns.stateful_set, ns.autoscaling, observe.scale(kube.get_scale(namespace, ns.stateful_set), what),
             observe.members(ns.stateful_set, nodes), observe.demand(wanted, ns.name), ns.shape))
-    return observe.Snapshot(tuple(views), now)
+    return observe.Snapshot(tuple(views), now, wall)
 
 
 def placeholder_of(nodeset: NodeSetSpec, node: str) -> Placeholder:
@@ -74,17 +77,19 @@ class Autoscaler:
     def placeholder(self, nodeset: str, node: str) -> Placeholder:
         return placeholder_of(self._by_name[nodeset], node)
 
-    def one_pass(self, now: float) -> tuple[decide.Plan, ...]:
-        """The plans carried out; none when a read failed."""
+    def one_pass(self, now: float, wall: float | None = None) -> tuple[decide.Plan, ...]:
+        """The plans carried out; none when a read failed. ``wall``: the time since the epoch, which lets a
+        node first seen idle count from its LastBusyTime."""
         try:
-            snap = observe_once(self.kube, self.slurm, self.namespace, self.nodesets, demand=self.demand, now=now)
+            snap = observe_once(self.kube, self.slurm, self.namespace, self.nodesets, demand=self.demand, now=now,
+                                wall=wall)
         except SlurmpodError as exc:
             log.warning("pass skipped: nothing read, nothing changed", extra={"ctx": {"err": str(exc)[:300]}})
             return ()
         executor = act.Executor(self.kube, self.slurm, self.namespace, self.counters, self.placeholder)
         plans = []
         for view in snap.nodesets:
-            timers = decide.tick(view, self.timers.get(view.name, decide.Timers()), snap.now)
+            timers = decide.tick(view, self.timers.get(view.name, decide.Timers()), snap.now, snap.wall)
             self.timers[view.name] = timers
             plan = decide.plan(view, timers, snap.now)
             if plan.waiting != self.waiting.get(view.name, ""):
@@ -99,14 +104,14 @@ class Autoscaler:
 
 def run(kube: Kube, slurm: SlurmClient, namespace: str, nodesets: Sequence[NodeSetSpec], *, demand: Demand,
         counters_file: Path, interval_s: float = DEFAULT_INTERVAL_S, clock: Clock | None = None,
-        passes: int | None = None) -> int:
+        passes: int | None = None, wall_clock: Callable[[], float] = time.time) -> int:
     clock = clock or SystemClock()
     scaler = Autoscaler(kube, slurm, namespace, nodesets, demand=demand, counters=act.load_counters(counters_file))
     names = [ns.name for ns in nodesets]
     done = 0
     while passes is None or done < passes:
         started = clock.monotonic()
-        scaler.one_pass(started)
+        scaler.one_pass(started, wall_clock())
         act.write_counters(counters_file, scaler.counters, names)
         done += 1
         if passes is not None and done >= passes:

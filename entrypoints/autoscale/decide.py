@@ -123,21 +123,32 @@ def _ours(node: NodeState | None) -> bool:
     return node is not None and reasons.autoscale_may_lift(node)
 
 
-def tick(view: NodeSetView, before: Timers, now: float) -> Timers:
+def tick(view: NodeSetView, before: Timers, now: float, wall: float | None = None) -> Timers:
     """The timers after this pass: an idle node keeps the time it was first seen idle, and a starting pod
-    the time it was first seen starting; any other state (a job, a drain) forgets it."""
+    the time it was first seen starting; any other state (a job, a drain) forgets it. With ``wall`` (the
+    time since the epoch at ``now``), a node first seen idle counts from its LastBusyTime, when slurmctld
+    has one: a restarted autoscaler does not wait a whole idleSeconds again."""
     idle: dict[str, float] = {}
     starting: dict[str, float] = {}
     for i in range(view.replicas):
         name = view.node_name(i)
-        match slot(view.nodes.get(i)):
+        node = view.nodes.get(i)
+        match slot(node):
             case Slot.IDLE:
-                idle[name] = before.idle.get(name, now)
+                idle[name] = before.idle.get(name, _idle_since(node, now, wall))
             case Slot.STARTING:
                 starting[name] = before.starting.get(name, now)
             case _:
                 pass
     return Timers(MappingProxyType(idle), MappingProxyType(starting))
+
+
+def _idle_since(node: NodeState | None, now: float, wall: float | None) -> float:
+    """When ``node`` went idle, on the monotonic clock: its LastBusyTime where it has one (never in the
+    future, whatever the clocks say), else now."""
+    if wall is None or node is None or node.last_busy <= 0:
+        return now
+    return now - max(0.0, wall - node.last_busy)
 
 
 def plan(view: NodeSetView, timers: Timers, now: float) -> Plan:

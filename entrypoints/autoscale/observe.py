@@ -53,6 +53,7 @@ class NodeSetView:
 class Snapshot:
     nodesets: tuple[NodeSetView, ...]
     now: float  # monotonic seconds
+    wall: float | None = None  # seconds since the epoch, at the same moment; None: unknown
 
 
 def scale(doc: Mapping[str, Any], what: str) -> Scale:

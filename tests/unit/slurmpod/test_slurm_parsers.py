@@ -154,6 +154,7 @@ def test_parse_nodes_fields() -> None:
         specialized_memory=12052,
         features=("workers",),
         active_features=("workers",),
+        last_busy=1732000100,  # LastBusyTime, from its {set, infinite, number} wrapper
     )
     assert w0.dynamic
     assert nodes[1].reason == "slurmpod: pod terminating"

@@ -113,6 +113,23 @@ def test_idle_nodes_drain_from_the_top_and_replicas_follow_once_they_are_drained
     assert w.counted() == {"scale_out": 0, "drain": 2, "undrain": 0, "scale_in": 2}
 
 
+def test_a_restarted_autoscaler_counts_idle_time_from_slurmctlds_last_busy_time() -> None:
+    """The timers of the autoscaler that ran before are gone; slurmctld's LastBusyTime is not. A node with
+    no job for 90 s (idleSeconds 60) is drained in the first pass; one busy 30 s ago waits its last 30 s."""
+    wall = 1_800_000_000.0
+    w = World(2)
+    w.slurm._set(name(0), last_busy=int(wall - 30))
+    w.slurm._set(name(1), last_busy=int(wall - 90))
+    w.scaler.one_pass(w.clock.now, wall)
+    assert w.slurm.called("drain") == [(name(1), reasons.AUTOSCALE_SCALE_IN)]
+    w.clock.now += 29
+    w.scaler.one_pass(w.clock.now, wall + 29)
+    assert not w.drained(0)
+    w.clock.now += 1
+    w.scaler.one_pass(w.clock.now, wall + 30)
+    assert w.drained(0)
+
+
 def test_a_job_that_lands_on_a_drained_node_keeps_it_and_returning_demand_lifts_the_drain() -> None:
     w = World(2)
     w.run()

@@ -197,6 +197,40 @@ def test_the_idle_timer_resets_when_a_node_gets_a_job() -> None:
     assert summary(decide.plan(view(1, "idle"), t, NOW + 570)) == ["drain 0"]
 
 
+WALL = 1_800_000_000.0  # the time since the epoch at NOW
+
+
+def _busy(v: NodeSetView, ordinal: int, last_busy: float) -> NodeSetView:
+    nodes = dict(v.nodes)
+    nodes[ordinal] = replace(nodes[ordinal], last_busy=int(last_busy))
+    return replace(v, nodes=MappingProxyType(nodes))
+
+
+def test_a_node_first_seen_idle_counts_from_its_last_busy_time() -> None:
+    """A restarted autoscaler: slurmctld says the node has had no job for 400 s, past idleSeconds (300),
+    so the first pass drains it instead of waiting 300 s more."""
+    v = _busy(view(1, "idle"), 0, WALL - 400)
+    t = decide.tick(v, Timers(), NOW, WALL)
+    assert t.idle == {name(0): NOW - 400}
+    assert summary(decide.plan(v, t, NOW)) == ["drain 0"]
+    assert decide.plan(v, decide.tick(v, Timers(), NOW), NOW).decisions == ()  # no wall clock: it waits
+
+
+@pytest.mark.parametrize(("last_busy", "since"), [(0, NOW), (WALL + 3600, NOW), (WALL - 100, NOW - 100)],
+                         ids=["none", "in-the-future", "recent"])
+def test_a_last_busy_time_never_counts_more_than_it_says(last_busy: float, since: float) -> None:
+    v = _busy(view(1, "idle"), 0, last_busy)
+    t = decide.tick(v, Timers(), NOW, WALL)
+    assert t.idle == {name(0): since}
+    assert decide.plan(v, t, NOW).decisions == ()
+
+
+def test_a_node_seen_idle_before_keeps_its_timer_whatever_its_last_busy_time() -> None:
+    v = _busy(view(1, "idle"), 0, WALL - 5000)
+    t = decide.tick(v, Timers(MappingProxyType({name(0): NOW - 10})), NOW, WALL)
+    assert t.idle == {name(0): NOW - 10}
+
+
 def test_a_starting_pod_keeps_its_start_and_loses_it_once_registered() -> None:
     t = decide.tick(view(2, "idle -"), Timers(), NOW)
     t = decide.tick(view(2, "idle unknown"), t, NOW + 50)
