@@ -339,8 +339,8 @@ def _release_shm(shm_dir: str, env: Mapping[str, str], err: TextIO, *, slurm: Sl
     from slurmpod.prolog_epilog import job_shm  # noqa: PLC0415 - only the epilog
 
     raw_uid, raw_job = env.get(wk.ENV_SLURM_JOB_UID, ""), env.get(wk.ENV_SLURM_JOB_ID, "")
-    if not (raw_uid.isdigit() and len(raw_uid) <= 10 and raw_job.isdigit() and len(raw_job) <= 10):
-        return
+    if not all(v.isascii() and v.isdigit() and len(v) <= 10 for v in (raw_uid, raw_job)):
+        return  # not what slurmd sets: nothing is removed
     uid, job_id = int(raw_uid), int(raw_job)
 
     def other_jobs() -> bool | None:

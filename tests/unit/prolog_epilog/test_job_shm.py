@@ -221,7 +221,7 @@ def test_the_epilog_keeps_everything_while_slurmctld_lists_another_job_of_the_us
     assert (shm / "nccl-abc").exists()
 
 
-@pytest.mark.parametrize("uid", ["", "abc", "12 34", "1\n2", "99999999999"])
+@pytest.mark.parametrize("uid", ["", "abc", "12 34", "1\n2", "99999999999", "\u0664\u0663\u0662\u0661"])
 def test_no_tidy_without_a_job_uid_slurm_could_have_set(tmp_path: Path, shm: Path, uid: str) -> None:
     _file(shm, "nccl-abc", USER)
     slurm = _slurm()
