@@ -9,10 +9,10 @@ makes, records every call, and injects faults per method:
 - ``down_at = method``      the controller goes down (for good) when that method is first called;
 - ``down_calls = n``        the next n calls raise TransientError, then the controller is back;
 - ``end_when_listed``       jobs that end right after a jobs_on_node listed them (gone by the requeue);
-- ``requeue_lists``         job_list and job_states give each requeued job COMPLETING for that many
-                            calls (its other nodes not done with it yet), then PENDING.
+- ``requeue_lists``         job_states gives each requeued job COMPLETING for that many calls (its other
+                            nodes not done with it yet), then PENDING.
 Whole documents (``report``) are what ``reports`` holds, ``job_list`` answers ``listing`` (its pending
-records with ``pending``) and the requeued jobs, and ``pending_jobs`` answers ``pending``.
+records with ``pending``), and ``pending_jobs`` answers ``pending``.
 """
 
 from __future__ import annotations
@@ -30,16 +30,11 @@ from slurmpod.slurm import (
     DEFAULT_TIMEOUT,
     Job,
     JobListing,
-    JobRecord,
     Placeholder,
     Report,
     SlurmRefused,
     reason_arg,
 )
-
-
-def _record(job_id: int, state: str) -> JobRecord:
-    return JobRecord(job_id, state, 1, 2, 2, 2, 1, 0, 0, "", ("main",), "", "", "", "", "", "None", "")
 
 
 class FakeClock:
@@ -221,12 +216,6 @@ class FakeSlurm:
 
     def job_list(self, *, pending: bool = False, timeout: float = DEFAULT_TIMEOUT) -> JobListing:
         self._enter("job_list", timeout, pending)
-        requeued = tuple(j.job.job_id for j in self.jobs.values() if j.pending)
-        if requeued and not pending:
-            state = "COMPLETING" if self.requeue_lists > 0 else "PENDING"
-            self.requeue_lists = max(0, self.requeue_lists - 1)
-            return dataclasses.replace(self.listing, records=self.listing.records + tuple(
-                _record(job_id, state) for job_id in requeued))
         if not pending:
             return self.listing
         return dataclasses.replace(self.listing, records=tuple(
